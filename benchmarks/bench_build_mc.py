@@ -1,0 +1,96 @@
+"""Time and peak memory of `factprobe build mc` on N synthetic T-REx-shaped facts.
+
+    python benchmarks/bench_build_mc.py --facts 1000000
+    python benchmarks/bench_build_mc.py --facts 10000000
+
+The facts table is generated once per N (cached under --work) with T-REx-like skew: relation
+sizes follow a Zipf law, objects per relation are Zipf-distributed too, and about one subject
+in five has several answers. `build mc` then runs as a child process, so its peak resident
+memory is measured alone (ru_maxrss of children).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from builders.tables import FACTS_SCHEMA, base_manifest, write_dataset  # noqa: E402
+
+
+def synthetic_facts(n: int, relations: int, seed: int) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    weights = 1.0 / np.arange(1, relations + 1) ** 0.8
+    rel = rng.choice(relations, size=n, p=weights / weights.sum())
+    per_rel = np.bincount(rel, minlength=relations)
+    # subjects: ~n/1.25 distinct, so about a fifth of pairs carry a second answer
+    subj = rng.integers(0, max(1, int(n / 1.25 / relations)), size=n)
+    n_objects = np.maximum(50, (per_rel / 20).astype(np.int64))
+    obj = (rng.zipf(1.3, size=n) - 1) % n_objects[rel]
+    order = np.lexsort((obj, subj, rel))
+    rel, subj, obj = rel[order], subj[order], obj[order]
+    keep = np.ones(n, dtype=bool)
+    keep[1:] = (rel[1:] != rel[:-1]) | (subj[1:] != subj[:-1]) | (obj[1:] != obj[:-1])
+    rel, subj, obj = rel[keep], subj[keep], obj[keep]
+    m = len(rel)
+    rid = np.char.add("P", (rel + 10).astype(str))
+    sid = np.char.add(np.char.add(rid, "_Q"), subj.astype(str))
+    oid = np.char.add(np.char.add(rid, "_O"), obj.astype(str))
+    empty = pa.array([[]] * m, type=pa.list_(pa.string()))
+    cols = {
+        "fact_id": pa.array(np.char.add("f", np.arange(m).astype(str))),
+        "relation_id": pa.array(rid), "subject_id": pa.array(sid), "object_id": pa.array(oid),
+        "subject": pa.array(np.char.add("Subject ", sid)),
+        "object": pa.array(np.char.add("Object ", oid)),
+        "subject_aliases": empty, "object_aliases": empty,
+        # answers are not read by build mc (it recomputes them from the rows)
+        "answers": empty,
+        "split": pa.array([""] * m), "source": pa.array(["synthetic"] * m),
+    }
+    return pa.table(cols, schema=FACTS_SCHEMA)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--facts", type=int, default=1_000_000)
+    ap.add_argument("--relations", type=int, default=60)
+    ap.add_argument("--work", default=str(ROOT / ".bench"))
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    work = Path(args.work)
+    facts_dir = work / f"synthetic-{args.facts}"
+    if not (facts_dir / "facts.parquet").exists():
+        t0 = time.perf_counter()
+        table = synthetic_facts(args.facts, args.relations, args.seed)
+        write_dataset(facts_dir, {"facts": table}, base_manifest(
+            facts_dir.name, "facts", {"type": "synthetic"}, vars(args), {"facts": table.num_rows}))
+        print(f"generated {table.num_rows:,} facts in {time.perf_counter() - t0:.1f} s")
+    cmd = [sys.executable, "-m", "evaluators.cli", "build", "mc", "--quiet", "--facts",
+           str(facts_dir), "--out", str(work / f"mc-{args.facts}")]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, cwd=ROOT)
+    seconds = time.perf_counter() - t0
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    manifest = json.loads((work / f"mc-{args.facts}" / "dataset.json").read_text())
+    print(json.dumps({
+        "benchmark": "build mc",
+        "facts": json.loads((facts_dir / "dataset.json").read_text())["counts"]["facts"],
+        "relations_kept": manifest["counts"]["relations"], "rows": manifest["counts"]["rows"],
+        "seconds": round(seconds, 2), "peak_rss_mb": round(peak_mb),
+        "machine": f"{platform.machine()}, {__import__('os').cpu_count()} cores",
+        "python": platform.python_version(), "date": time.strftime("%Y-%m-%d"),
+    }, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,253 @@
+"""Facts from a graph that answers SPARQL: Wikidata, any endpoint, or an RDF file in process.
+
+Per relation, two paginated queries: the triples, then the labels of every entity they touch.
+Labels are read from ``rdfs:label`` / ``skos:prefLabel`` / ``skos:altLabel`` directly, because
+neither Oxigraph nor a plain endpoint has Wikidata's ``SERVICE wikibase:label``; every query
+declares its prefixes for the same reason.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+from tqdm import tqdm
+
+from ..errors import UserError
+from ..facts import SourceResult
+from ..iris import RDFS, SCHEMA, SKOS, WD, WDT, XSD, checked_iri, compact, is_wikidata_id, resolve
+from ..sparql import Endpoint
+from ..tables import text_sha256
+
+PREFIXES = (f"PREFIX rdfs: <{RDFS}>\nPREFIX skos: <{SKOS}>\nPREFIX schema: <{SCHEMA}>\n")
+_PREF, _LABEL, _ALT = SKOS + "prefLabel", RDFS + "label", SKOS + "altLabel"
+_DESCRIPTION_PREDICATES = (SCHEMA + "description", RDFS + "comment", SKOS + "definition")
+
+
+@dataclass(frozen=True)
+class GraphQueryConfig:
+    lang: str = "en"
+    page_size: int = 10_000
+    limit: int | None = None          # facts per relation
+    date_format: str = "date"         # "date" -> 1879-03-14, "year" -> 1879
+    prefixes: dict = field(default_factory=dict)
+
+
+def triples_query(pred: str, page_size: int, offset: int) -> str:
+    """One page of a relation's triples, in a fixed order so pages never overlap.
+
+    >>> print(triples_query("http://www.wikidata.org/prop/direct/P36", 100, 200))
+    SELECT ?s ?o WHERE {
+      ?s <http://www.wikidata.org/prop/direct/P36> ?o .
+      FILTER(!isBlank(?s) && !isBlank(?o))
+    }
+    ORDER BY ?s ?o
+    LIMIT 100 OFFSET 200
+    """
+    return (f"SELECT ?s ?o WHERE {{\n  ?s <{checked_iri(pred)}> ?o .\n"
+            f"  FILTER(!isBlank(?s) && !isBlank(?o))\n}}\nORDER BY ?s ?o\n"
+            f"LIMIT {int(page_size)} OFFSET {int(offset)}")
+
+
+def labels_query(pred: str, lang: str, page_size: int, offset: int) -> str:
+    """Labels and aliases of every entity a relation touches, in one language."""
+    lang = checked_lang(lang)
+    return (PREFIXES +
+            "SELECT ?e ?p ?l WHERE {\n"
+            f"  {{ SELECT DISTINCT ?e WHERE {{ {{ ?e <{checked_iri(pred)}> ?x }} UNION "
+            f"{{ ?x <{pred}> ?e . FILTER(isIRI(?e)) }} }} }}\n"
+            "  VALUES ?p { rdfs:label skos:prefLabel skos:altLabel }\n"
+            "  ?e ?p ?l .\n"
+            f"  FILTER(LCASE(LANG(?l)) = \"{lang}\")\n"
+            "}\nORDER BY ?e ?p ?l\n"
+            f"LIMIT {int(page_size)} OFFSET {int(offset)}")
+
+
+def relation_meta_query(iris: list[str], lang: str) -> str:
+    values = " ".join(f"<{checked_iri(i)}>" for i in iris)
+    return (PREFIXES +
+            f"SELECT ?r ?p ?v WHERE {{\n  VALUES ?r {{ {values} }}\n"
+            "  VALUES ?p { rdfs:label skos:prefLabel schema:description rdfs:comment "
+            "skos:definition }\n"
+            f"  ?r ?p ?v .\n  FILTER(LCASE(LANG(?v)) = \"{checked_lang(lang)}\")\n}}\n"
+            "ORDER BY ?r ?p ?v")
+
+
+PREDICATES_QUERY = ("SELECT ?p (COUNT(*) AS ?n) WHERE { ?s ?p ?o . FILTER(isIRI(?o) || "
+                    "DATATYPE(?o) != <http://www.w3.org/1999/02/22-rdf-syntax-ns#langString>) }"
+                    " GROUP BY ?p ORDER BY DESC(?n) ?p LIMIT 40")
+
+
+def checked_lang(lang: str) -> str:
+    import re
+    if not re.fullmatch(r"[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*", lang):
+        raise UserError(f"--lang {lang!r} is not a language tag (like en or pt-br)")
+    return lang.lower()
+
+
+def paged_select(endpoint: Endpoint, make_query, page_size: int, limit: int | None, bar) -> list[dict]:
+    rows: list[dict] = []
+    offset = 0
+    while True:
+        size = page_size if limit is None else min(page_size, limit - len(rows))
+        if size <= 0:
+            break
+        result = endpoint.select(make_query(size, offset))
+        page = result.get("results", {}).get("bindings", [])
+        rows.extend(page)
+        bar.update(1)
+        if len(page) < size:
+            break
+        offset += size
+    return rows
+
+
+def literal_label(term: dict, date_format: str) -> str | None:
+    """Display form of a literal object; ``None`` when it is text in another language.
+
+    >>> literal_label({"type": "literal", "value": "1879-03-14T00:00:00Z",
+    ...                "datatype": "http://www.w3.org/2001/XMLSchema#dateTime"}, "date")
+    '1879-03-14'
+    >>> literal_label({"type": "literal", "value": "1921", "datatype":
+    ...                "http://www.w3.org/2001/XMLSchema#gYear"}, "year")
+    '1921'
+    """
+    value = term["value"]
+    datatype = term.get("datatype", "")
+    if datatype in (XSD + "dateTime", XSD + "date", XSD + "gYear", XSD + "gYearMonth"):
+        sign = "-" if value.startswith("-") else ""
+        body = value.lstrip("+-")
+        return sign + (body[:4] if date_format == "year" else body.split("T")[0])
+    return value
+
+
+class GraphReader:
+    """Reads facts for relations from one :class:`Endpoint`."""
+
+    def __init__(self, endpoint: Endpoint, config: GraphQueryConfig, *, source_tag: str,
+                 wikidata: bool = False, progress: bool = True):
+        self.endpoint = endpoint
+        self.config = config
+        self.source_tag = source_tag
+        self.wikidata = wikidata
+        self.progress = progress
+        self.prefixes = dict(config.prefixes)
+
+    def _id(self, term: dict) -> str:
+        return compact(term["value"], self.prefixes)
+
+    def read(self, relations: list[str]) -> SourceResult:
+        cfg = self.config
+        lang = checked_lang(cfg.lang)
+        preds = {}
+        for name in relations:
+            iri = resolve(name, self.prefixes, bare_ns=WDT)
+            preds[compact(iri, self.prefixes)] = iri
+
+        triples: dict[str, list] = {k: [] for k in ("relation_id", "subject_id", "object_id",
+                                                    "subject", "object", "object_type")}
+        alias_rows: list[tuple[str, str]] = []
+        labels: dict[str, str] = {}
+        queries: dict[str, str] = {}
+        dropped = {"rows_with_foreign_literal": 0}
+        missing = []
+        bar = tqdm(desc="SPARQL pages", unit="page", disable=not self.progress)
+        try:
+            for rid, pred in preds.items():
+                queries[rid] = text_sha256(triples_query(pred, cfg.page_size, 0) + "\n" +
+                                           labels_query(pred, lang, cfg.page_size, 0))
+                rows = paged_select(self.endpoint, lambda n, off: triples_query(pred, n, off),
+                              cfg.page_size, cfg.limit, bar)
+                if not rows:
+                    missing.append(rid)
+                    continue
+                names = paged_select(self.endpoint, lambda n, off: labels_query(pred, lang, n, off),
+                               cfg.page_size, None, bar)
+                self._collect_labels(names, labels, alias_rows)
+                for b in rows:
+                    s, o = b["s"], b["o"]
+                    sid = self._id(s)
+                    if o["type"] == "uri":
+                        oid = self._id(o)
+                        olabel = None  # filled from labels below
+                        otype = "entity"
+                    else:
+                        lit_lang = o.get("xml:lang", "")
+                        if lit_lang and lit_lang.lower() != lang:
+                            dropped["rows_with_foreign_literal"] += 1
+                            continue
+                        olabel = literal_label(o, cfg.date_format)
+                        oid = olabel
+                        otype = compact(o.get("datatype", XSD + "string"), {"xsd": XSD})
+                    triples["relation_id"].append(rid)
+                    triples["subject_id"].append(sid)
+                    triples["object_id"].append(oid)
+                    triples["subject"].append(sid)  # placeholder id, mapped to a label below
+                    triples["object"].append(olabel if otype != "entity" else oid)
+                    triples["object_type"].append(otype)
+        finally:
+            bar.close()
+        if missing:
+            raise UserError(self._missing_message(missing))
+
+        df = pd.DataFrame(triples)
+        df["subject"] = df["subject_id"].map(labels)
+        is_entity = df["object_type"] == "entity"
+        df.loc[is_entity, "object"] = df.loc[is_entity, "object_id"].map(labels)
+        aliases = pd.DataFrame(alias_rows, columns=["entity_id", "alias"])
+        meta = self._relation_meta(preds)
+        provenance = {
+            "type": self.source_tag,
+            **self.endpoint.description,
+            "relations": {rid: iri for rid, iri in preds.items()},
+            "query_sha256": queries,
+            "lang": lang,
+            "retrieved": self.endpoint.retrieval_dates(),
+        }
+        return SourceResult(triples=df, aliases=aliases, relations=meta, provenance=provenance,
+                            dropped={k: v for k, v in dropped.items() if v},
+                            source_tag=self.source_tag)
+
+    def _collect_labels(self, bindings: list[dict], labels: dict, alias_rows: list) -> None:
+        # Preferred label: skos:prefLabel, else rdfs:label; the smallest value when a graph has
+        # several, so the choice does not depend on result order. The rest become aliases.
+        per_entity: dict[str, dict[str, list[str]]] = {}
+        for b in bindings:
+            eid = self._id(b["e"])
+            per_entity.setdefault(eid, {}).setdefault(b["p"]["value"], []).append(b["l"]["value"])
+        for eid, by_pred in per_entity.items():
+            names = sorted(by_pred.get(_PREF, [])) or sorted(by_pred.get(_LABEL, []))
+            if names and eid not in labels:
+                labels[eid] = names[0]
+            for values in by_pred.values():
+                alias_rows.extend((eid, v) for v in values)
+
+    def _relation_meta(self, preds: dict[str, str]) -> pd.DataFrame:
+        # Wikidata keeps a property's label on wd:P36, not on the direct-claim predicate wdt:P36.
+        subject_of = {rid: (WD + iri[len(WDT):] if iri.startswith(WDT) else iri)
+                      for rid, iri in preds.items()}
+        result = self.endpoint.select(relation_meta_query(sorted(set(subject_of.values())),
+                                                          self.config.lang))
+        found: dict[str, dict[str, list[str]]] = {}
+        for b in result.get("results", {}).get("bindings", []):
+            found.setdefault(b["r"]["value"], {}).setdefault(b["p"]["value"], []).append(
+                b["v"]["value"])
+        rows = []
+        for rid, iri in preds.items():
+            got = found.get(subject_of[rid], {})
+            label = (sorted(got.get(_PREF, [])) or sorted(got.get(_LABEL, [])) or [rid])[0]
+            desc = next((sorted(got[p])[0] for p in _DESCRIPTION_PREDICATES if got.get(p)), "")
+            rows.append({"relation_id": rid, "label": label, "description": desc, "iri": iri})
+        return pd.DataFrame(rows)
+
+    def _missing_message(self, missing: list[str]) -> str:
+        names = ", ".join(missing)
+        if self.wikidata:
+            bad = [m for m in missing if not is_wikidata_id(m)]
+            hint = (f" ({', '.join(bad)} not Wikidata property ids like P36)" if bad else
+                    "; check the property ids on wikidata.org")
+            return f"no facts for relation(s) {names} on Wikidata{hint}"
+        result = self.endpoint.select(PREDICATES_QUERY)
+        present = [compact(b["p"]["value"], self.prefixes)
+                   for b in result.get("results", {}).get("bindings", [])]
+        return (f"no facts for relation(s) {names} in {self.source_tag} source; relations "
+                f"present: {', '.join(present) or 'none (the graph is empty)'}")

@@ -1,0 +1,42 @@
+"""The ``factprobe`` console script: parses the command line, runs one command, and turns a
+:class:`~builders.errors.UserError` into one line on stderr and exit code 2."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from builders.errors import UserError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from builders import cli as build_cli
+    common = build_cli.common_flags()
+    parser = argparse.ArgumentParser(
+        prog="factprobe",
+        description="Build factual-knowledge probing datasets from knowledge graphs and probe "
+                    "language models with them.")
+    from builders.tables import factprobe_version
+    parser.add_argument("--version", action="version", version=factprobe_version())
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    build_cli.register(sub, common)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        message = args.run(args)
+    except UserError as exc:
+        print(f"factprobe: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("factprobe: interrupted; nothing half-written was left behind", file=sys.stderr)
+        return 130
+    if message and not getattr(args, "quiet", False):
+        print(message, file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

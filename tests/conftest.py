@@ -1,0 +1,118 @@
+"""Shared fixtures: a real Oxigraph SPARQL server on 127.0.0.1 and a flaky proxy in front of it."""
+from __future__ import annotations
+
+import http.server
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+WIKIDATA_MINI = DATA / "wikidata_mini.ttl"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _oxigraph() -> str:
+    exe = shutil.which("oxigraph") or str(Path(sys.executable).with_name("oxigraph"))
+    if not Path(exe).exists():
+        pytest.fail("the oxigraph server binary is missing: pip install oxigraph (it is in the "
+                    "test extra)")
+    return exe
+
+
+@pytest.fixture(scope="session")
+def oxigraph_url(tmp_path_factory) -> str:
+    """``oxigraph serve-read-only`` loaded with the Wikidata-shaped test graph."""
+    exe = _oxigraph()
+    db = tmp_path_factory.mktemp("oxigraph")
+    subprocess.run([exe, "load", "--location", str(db), "--file", str(WIKIDATA_MINI)],
+                   check=True, capture_output=True)
+    port = _free_port()
+    proc = subprocess.Popen([exe, "serve-read-only", "--location", str(db), "--bind",
+                             f"127.0.0.1:{port}"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/query"
+    deadline = time.time() + 20
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}?query=ASK%7B%7D", timeout=1).read()
+            break
+        except OSError:
+            if time.time() > deadline or proc.poll() is not None:
+                proc.kill()
+                pytest.fail("oxigraph server did not start")
+            time.sleep(0.1)
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+class FlakyProxy:
+    """Forwards POSTs to a SPARQL server after answering the first requests with scripted
+    failures: ``script`` is a list like ``[(429, {"Retry-After": "1"}), (503, {})]``."""
+
+    def __init__(self, target: str):
+        self.target = target
+        self.script: list[tuple[int, dict]] = []
+        self.requests: list[dict] = []
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                proxy.requests.append({"time": time.monotonic(), "headers": dict(self.headers),
+                                       "body": body})
+                if proxy.script:
+                    code, headers = proxy.script.pop(0)
+                    self.send_response(code)
+                    for k, v in headers.items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(b"scripted failure")
+                    return
+                req = urllib.request.Request(proxy.target, data=body, headers={
+                    "Content-Type": self.headers["Content-Type"],
+                    "Accept": self.headers.get("Accept", "*/*")})
+                with urllib.request.urlopen(req) as resp:
+                    payload = resp.read()
+                    ctype = resp.headers["Content-Type"]
+                self.send_response(200)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/query"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def flaky_proxy(oxigraph_url):
+    proxy = FlakyProxy(oxigraph_url)
+    yield proxy
+    proxy.close()
+
+
+@pytest.fixture
+def closed_port_url() -> str:
+    return f"http://127.0.0.1:{_free_port()}/query"
