@@ -24,6 +24,7 @@ class AliasConfig:
     facts: str
     out: str
     via: str = "wikidata"
+    api_url: str | None = None       # a Wikibase Action API other than Wikidata's
     path: str | None = None          # graph override for --via graph
     endpoint: str | None = None
     lang: str = "en"
@@ -77,7 +78,8 @@ def wikidata_aliases(cfg: AliasConfig, ids: list[str]) -> tuple[pd.DataFrame, di
     qids = [i for i in ids if is_wikidata_id(i)]
     if not qids:
         raise UserError(f"{cfg.facts} has no Wikidata ids (Q123) to look up; use --via graph")
-    names = fetch_labels_aliases(qids, lang=cfg.lang, cache_dir=cfg.cache_dir,
+    from .wikidata_api import API_URL
+    names = fetch_labels_aliases(qids, lang=cfg.lang, api_url=cfg.api_url or API_URL, cache_dir=cfg.cache_dir,
                                  contact=cfg.contact, policy=RetryPolicy(retries=cfg.retries),
                                  timeout_s=cfg.timeout_s, refresh=cfg.refresh,
                                  progress=cfg.progress)

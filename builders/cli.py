@@ -105,6 +105,7 @@ def _add_aliases(sub, common) -> None:
                    help="Wikidata's wbgetentities API, or the source graph's skos:altLabel")
     p.add_argument("--path", help="RDF file to read altLabels from (default: the facts' source)")
     p.add_argument("--endpoint", help="SPARQL endpoint to read altLabels from")
+    p.add_argument("--api-url", help="Wikibase Action API URL (default: Wikidata's)")
     p.add_argument("--lang", default="en")
     _network_flags(p)
     p.set_defaults(run=_run_aliases)
@@ -112,7 +113,8 @@ def _add_aliases(sub, common) -> None:
 
 def _run_aliases(args) -> str:
     from .aliases import AliasConfig, build_aliases
-    cfg = AliasConfig(facts=args.facts, out=args.out, via=args.via, path=args.path,
+    cfg = AliasConfig(facts=args.facts, out=args.out, via=args.via, api_url=args.api_url,
+                      path=args.path,
                       endpoint=args.endpoint, lang=args.lang, contact=args.contact,
                       cache_dir=_cache_dir(args), refresh=args.refresh, timeout_s=args.timeout,
                       retries=args.retries, progress=not args.quiet)

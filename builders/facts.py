@@ -116,7 +116,10 @@ def assemble_facts(result: SourceResult) -> tuple[pa.Table, pa.Table, dict]:
 
     labels = pd.concat([pd.Series(df["subject"].to_numpy(), index=df["subject_id"]),
                         pd.Series(df["object"].to_numpy(), index=df["object_id"])])
-    alias_index, alias_arr = alias_lists(result.aliases, labels)
+    present = pd.Index(labels.index.unique())
+    aliases = result.aliases[result.aliases["entity_id"].isin(present)] if len(result.aliases) \
+        else result.aliases
+    alias_index, alias_arr = alias_lists(aliases, labels)
 
     ids = [fact_id(r, s, o) for r, s, o in zip(df["relation_id"], df["subject_id"], df["object_id"])]
     cols = {

@@ -6,7 +6,6 @@ a rebuild replays it without touching the network.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass

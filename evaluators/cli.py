@@ -8,10 +8,17 @@ import sys
 from builders.errors import UserError
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse prints the whole usage before an error; one line says it better."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from builders import cli as build_cli
     common = build_cli.common_flags()
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="factprobe",
         description="Build factual-knowledge probing datasets from knowledge graphs and probe "
                     "language models with them.")

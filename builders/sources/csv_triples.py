@@ -10,13 +10,12 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-import pandas as pd
 from tqdm.auto import tqdm
 
 from ..errors import UserError
 from ..facts import SourceResult
 from ..tables import file_sha256
-from .trex import bad_line, check_relations, natural_key, wanted_relations
+from .common import bad_line, check_relations, natural_key, text_frame, wanted_relations
 
 REQUIRED = ("subject", "relation", "object")
 OPTIONAL = ("subject_label", "object_label", "relation_label", "subject_aliases",
@@ -183,9 +182,9 @@ def read_csv(path: str, relations: list[str] | None, *, limit: int | None = None
         "relations": read,
     }
     return SourceResult(
-        triples=pd.DataFrame(cols),
-        aliases=pd.DataFrame({"entity_id": alias_ids, "alias": alias_vals}),
-        relations=pd.DataFrame(rel_meta),
+        triples=text_frame(cols),
+        aliases=text_frame({"entity_id": alias_ids, "alias": alias_vals}),
+        relations=text_frame(rel_meta),
         provenance=provenance,
         dropped={"bad_lines": bad},
         source_tag="csv",

@@ -181,18 +181,18 @@ class GraphReader:
                     triples["relation_id"].append(rid)
                     triples["subject_id"].append(sid)
                     triples["object_id"].append(oid)
-                    triples["subject"].append(sid)  # placeholder id, mapped to a label below
-                    triples["object"].append(olabel if otype != "entity" else oid)
+                    triples["subject"].append(None)  # labels are filled in below
+                    triples["object"].append(olabel)
                     triples["object_type"].append(otype)
         finally:
             bar.close()
         if missing:
             raise UserError(self._missing_message(missing))
 
+        triples["subject"] = [labels.get(s) for s in triples["subject_id"]]
+        triples["object"] = [labels.get(o) if t == "entity" else lab for o, t, lab in
+                             zip(triples["object_id"], triples["object_type"], triples["object"])]
         df = pd.DataFrame(triples)
-        df["subject"] = df["subject_id"].map(labels)
-        is_entity = df["object_type"] == "entity"
-        df.loc[is_entity, "object"] = df.loc[is_entity, "object_id"].map(labels)
         aliases = pd.DataFrame(alias_rows, columns=["entity_id", "alias"])
         meta = self._relation_meta(preds)
         provenance = {

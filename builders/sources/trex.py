@@ -17,18 +17,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator
 
-import pandas as pd
 from tqdm.auto import tqdm
 
 from ..errors import UserError
 from ..facts import SourceResult
-from ..tables import file_sha256
+from .common import bad_line, check_relations, natural_key, text_frame, wanted_relations
 
 try:  # orjson is an optional speed-up (several times faster on multi-million-line T-REx dumps)
     import orjson as _orjson
@@ -39,72 +35,11 @@ except ImportError:  # pragma: no cover - depends on the environment
     _loads = json.loads
     JSON_PARSER = "json"
 
-SKIP_BAD_HINT = "fix the line or pass --skip-bad to skip and count bad lines"
 # A LAMA file named after a Wikidata property: P19.jsonl holds "place of birth".
 RELATION_FILE = re.compile(r"^P\d+$")
 REQUIRED_KEYS = ("sub_uri", "sub_label", "obj_uri", "obj_label")
 ID_KEYS = ("sub_uri", "obj_uri")
-MAX_LISTED_RELATIONS = 30
 
-# Column synonyms of a Hugging Face T-REx layout, first match wins (exact name, then any case).
-HF_COLUMNS = {
-    "relation": ("relation", "predicate", "predicate_id", "relation_id", "Relation_ID"),
-    "subject": ("head", "subject", "sub_label", "Subject"),
-    "object": ("tail", "object", "obj_label", "Object"),
-    "subject_id": ("sub_uri", "head_id"),
-    "object_id": ("obj_uri", "tail_id"),
-    "title": ("title",),
-    "text": ("text",),
-}
-REQUIRED_HF = ("relation", "subject", "object")
-SPLIT_ORDER = ("train", "validation", "test")
-HF_FILE_BUILDERS = {".parquet": ("parquet", {}), ".csv": ("csv", {}),
-                    ".tsv": ("csv", {"delimiter": "\t"}), ".json": ("json", {})}
-_DATA_SUFFIXES = {".parquet", ".csv", ".tsv", ".json", ".jsonl", ".arrow", ".txt"}
-_ENV_TRUE = {"1", "ON", "YES", "TRUE"}
-
-
-# --------------------------------------------------------------------------- shared helpers
-
-def natural_key(text: str) -> list:
-    """Sort key that puts P17 before P101.
-
-    >>> sorted(["P101", "P17", "P2"], key=natural_key)
-    ['P2', 'P17', 'P101']
-    """
-    return [int(tok) if tok.isdigit() else tok for tok in re.split(r"(\d+)", text)]
-
-
-def wanted_relations(relations: Iterable[str] | None) -> list[str] | None:
-    """Requested relations, stripped and de-duplicated in order; ``None`` (or empty) means all."""
-    if not relations:
-        return None
-    out: list[str] = []
-    for rel in relations:
-        rel = str(rel).strip()
-        if rel and rel not in out:
-            out.append(rel)
-    return out or None
-
-
-def check_relations(wanted: list[str] | None, present: Iterable[str], where: str) -> None:
-    """Raise :class:`UserError` when a requested relation is not in the source."""
-    if wanted is None:
-        return
-    present = set(present)
-    missing = [r for r in wanted if r not in present]
-    if not missing:
-        return
-    listed = sorted(present, key=natural_key)
-    shown = ", ".join(listed[:MAX_LISTED_RELATIONS]) or "none"
-    if len(listed) > MAX_LISTED_RELATIONS:
-        shown += f", ... ({len(listed) - MAX_LISTED_RELATIONS} more)"
-    what = "relation" if len(missing) == 1 else "relations"
-    raise UserError(f"{what} {', '.join(missing)} not found in {where}; relations present: {shown}")
-
-
-def bad_line(where: str, reason: str) -> UserError:
-    return UserError(f"{where}: {reason}; {SKIP_BAD_HINT}")
 
 
 # --------------------------------------------------------------------------- entry point
@@ -125,7 +60,8 @@ def read_trex(path: str, relations: list[str] | None, *, limit: int | None = Non
     files = lama_files(path)
     if files is not None:
         return _read_lama(path, files, wanted, limit, skip_bad, progress)
-    return _read_hf(path, wanted, limit, skip_bad, progress)
+    from .trex_hf import read_hf  # imports datasets, which LAMA files do not need
+    return read_hf(path, wanted, limit, skip_bad, progress)
 
 
 def lama_files(path: str) -> list[Path] | None:
@@ -275,7 +211,7 @@ def _read_lama(path: str, files: list[Path], wanted: list[str] | None, limit: in
     if any_evidence:
         data["evidence_title"] = title_col
         data["evidence_text"] = text_col
-    triples = pd.DataFrame(data)
+    triples = text_frame(data)
     read = sorted(kept_per_rel, key=natural_key)
     provenance = {
         "path": str(path),
@@ -286,233 +222,8 @@ def _read_lama(path: str, files: list[Path], wanted: list[str] | None, limit: in
         "bad_lines": bad_total,
         "json_parser": JSON_PARSER,
     }
-    return SourceResult(triples=triples, relations=pd.DataFrame({"relation_id": read}),
+    return SourceResult(triples=triples, relations=text_frame({"relation_id": read}),
                         provenance=provenance, dropped={"bad_lines": bad_total},
                         source_tag="trex")
 
 
-# --------------------------------------------------------------------------- Hugging Face
-
-def _env_flag(name: str) -> bool | None:
-    val = os.environ.get(name)
-    return None if val is None else val.strip().upper() in _ENV_TRUE
-
-
-@contextmanager
-def _hf_session(progress: bool) -> Iterator[None]:
-    """Honour HF_DATASETS_OFFLINE / HF_HUB_OFFLINE as set *now*, and quiet progress bars.
-
-    ``datasets`` and ``huggingface_hub`` read the offline variables once, at import; a process
-    that imported them earlier (or a caller that sets the variable later) would otherwise try
-    the network and spend its retries before failing. Only ever switches offline on.
-    """
-    import datasets
-    import datasets.config as dconfig
-    import huggingface_hub.constants as hconst
-
-    offline = _env_flag("HF_DATASETS_OFFLINE")
-    if offline is None:
-        offline = _env_flag("HF_HUB_OFFLINE")
-    saved = (dconfig.HF_HUB_OFFLINE, getattr(dconfig, "HF_DATASETS_OFFLINE", None),
-             hconst.HF_HUB_OFFLINE)
-    bars_were_off = datasets.utils.are_progress_bars_disabled()
-    try:
-        if offline:
-            dconfig.HF_HUB_OFFLINE = True
-            if hasattr(dconfig, "HF_DATASETS_OFFLINE"):
-                dconfig.HF_DATASETS_OFFLINE = True
-            hconst.HF_HUB_OFFLINE = True
-        if not progress and not bars_were_off:
-            datasets.utils.disable_progress_bars()
-        yield
-    finally:
-        dconfig.HF_HUB_OFFLINE = saved[0]
-        if saved[1] is not None:
-            dconfig.HF_DATASETS_OFFLINE = saved[1]
-        hconst.HF_HUB_OFFLINE = saved[2]
-        if not progress and not bars_were_off:
-            datasets.utils.enable_progress_bars()
-
-
-def _looks_local(path: str) -> bool:
-    """A path that cannot be a Hub id (``owner/name``): absolute, relative with ./ or ~, nested,
-    or with a data file extension."""
-    return (path.startswith(("/", ".", "~")) or path.count("/") > 1 or "\\" in path
-            or Path(path).suffix.lower() in _DATA_SUFFIXES)
-
-
-def _load_hf(path: str):
-    import datasets
-
-    local = Path(path).expanduser()
-    if local.exists():
-        if local.is_dir() and ((local / "dataset_dict.json").is_file()
-                               or (local / "state.json").is_file()):
-            return datasets.load_from_disk(str(local))  # a save_to_disk() folder
-        if local.is_file():
-            builder = HF_FILE_BUILDERS.get(local.suffix.lower())
-            if builder is None:
-                raise UserError(
-                    f"{path}: cannot read a {local.suffix or 'extension-less'} file as T-REx; "
-                    f"pass a folder of P<id>.jsonl files, a .jsonl file, or a parquet/csv/json "
-                    f"file or folder with relation, head and tail columns")
-            return datasets.load_dataset(builder[0], data_files=str(local), **builder[1])
-        return datasets.load_dataset(str(local))
-    return datasets.load_dataset(path)
-
-
-def _splits(loaded) -> list[tuple[str, object]]:
-    import datasets
-
-    if isinstance(loaded, datasets.Dataset):
-        return [(str(loaded.split) if loaded.split is not None else "train", loaded)]
-    names = list(loaded.keys())
-    order = [s for s in SPLIT_ORDER if s in names] + sorted(s for s in names
-                                                             if s not in SPLIT_ORDER)
-    return [(s, loaded[s]) for s in order]
-
-
-def _pick_columns(columns: list[str]) -> dict[str, str]:
-    picked: dict[str, str] = {}
-    lower = {c.lower(): c for c in reversed(columns)}  # first occurrence wins
-    for role, names in HF_COLUMNS.items():
-        for name in names:
-            if name in columns:
-                picked[role] = name
-                break
-        else:
-            for name in names:
-                if name.lower() in lower:
-                    picked[role] = lower[name.lower()]
-                    break
-    return picked
-
-
-def _as_text(s: pd.Series) -> pd.Series:
-    """Strings with missing values as ``None`` (object dtype, what assembly expects)."""
-    s = s.astype("string")
-    return s.astype(object).where(s.notna(), None)
-
-
-def _local_file_hashes(path: str) -> dict[str, str]:
-    p = Path(path).expanduser()
-    if p.is_file():
-        return {p.name: file_sha256(p)}
-    if not p.is_dir():
-        return {}
-    out = {}
-    for f in sorted(p.rglob("*")):
-        rel = f.relative_to(p)
-        if f.is_file() and not any(part.startswith(".") for part in rel.parts) \
-                and f.suffix.lower() in _DATA_SUFFIXES | {".md", ".yaml", ".yml"}:
-            out[rel.as_posix()] = file_sha256(f)
-    return out
-
-
-def _read_hf(path: str, wanted: list[str] | None, limit: int | None, skip_bad: bool,
-             progress: bool) -> SourceResult:
-    local = Path(path).expanduser().exists()
-    if not local and _looks_local(path):
-        raise UserError(f"{path} not found: pass a folder of P<id>.jsonl files (LAMA T-REx), a "
-                        f"local Hugging Face dataset folder, or a Hub dataset id such as "
-                        f"relbert/t_rex")
-    try:
-        with _hf_session(progress):
-            loaded = _load_hf(path)
-    except UserError:
-        raise
-    except Exception as exc:  # datasets raises many types (ConnectionError, FileNotFoundError...)
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        if local:
-            raise UserError(f"could not load {path} as a Hugging Face dataset ({reason}); pass a "
-                            f"folder of parquet/json/csv files with relation, head and tail "
-                            f"columns, or of P<id>.jsonl files") from None
-        raise UserError(f"could not load Hugging Face dataset {path!r} ({reason}); download it "
-                        f"where the Hub is reachable (it then loads offline from the cache), or "
-                        f"pass a local folder of its parquet/json/csv files") from None
-
-    frames = []
-    splits_info: dict[str, dict] = {}
-    present: set[str] = set()
-    bad_total = 0
-    has_evidence = False
-    for split, ds in tqdm(_splits(loaded), desc="T-REx splits", unit="split",
-                          disable=not progress):
-        cols = _pick_columns(list(ds.column_names))
-        absent = [r for r in REQUIRED_HF if r not in cols]
-        if absent:
-            wanted_names = "; ".join(f"{r}: one of {', '.join(HF_COLUMNS[r])}" for r in absent)
-            raise UserError(f"{path} (split {split}) has no column for {wanted_names}; columns "
-                            f"found: {', '.join(ds.column_names)}")
-        raw = ds.select_columns(sorted(set(cols.values()))).to_pandas()
-        rel = raw[cols["relation"]].astype("string").str.strip()
-        bad = rel.isna() | (rel == "")
-        if bad.any():
-            if not skip_bad:
-                first = int(bad.to_numpy().nonzero()[0][0]) + 1
-                raise UserError(f"{path} split {split} row {first}: empty relation; fix the data "
-                                f"or pass --skip-bad to skip and count bad rows")
-            bad_total += int(bad.sum())
-        keep = ~bad
-        sub = _as_text(raw.loc[keep, cols["subject"]])
-        obj = _as_text(raw.loc[keep, cols["object"]])
-        df = pd.DataFrame({"relation_id": rel[keep].astype(object), "subject": sub,
-                           "object": obj})
-        for side in ("subject", "object"):
-            ids = (_as_text(raw.loc[keep, cols[f"{side}_id"]].astype("string").str.strip())
-                   if f"{side}_id" in cols else None)
-            if ids is None:
-                df[f"{side}_id"] = df[side]
-            else:  # a row without an id falls back to its label, as a source without ids does
-                df[f"{side}_id"] = ids.where(ids.notna() & (ids != ""), df[side])
-        if "title" in cols or "text" in cols:
-            has_evidence = True
-            df["evidence_title"] = (_as_text(raw.loc[keep, cols["title"]]) if "title" in cols
-                                    else "")
-            df["evidence_text"] = (_as_text(raw.loc[keep, cols["text"]]) if "text" in cols
-                                   else None)
-        present.update(df["relation_id"].unique())
-        frames.append(df)
-        splits_info[split] = {"rows": len(raw), "bad_rows": int(bad.sum()),
-                              "fingerprint": getattr(ds, "_fingerprint", None),
-                              "columns": cols}
-
-    check_relations(wanted, present, path)
-    order = ["relation_id", "subject_id", "object_id", "subject", "object"]
-    if has_evidence:
-        order += ["evidence_title", "evidence_text"]
-    triples = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=order)
-    for col in order:
-        if col not in triples.columns:  # a split without title/text among splits with them
-            triples[col] = None
-    triples = triples[order]
-    if wanted is not None:
-        triples = triples[triples["relation_id"].isin(wanted)]
-    if limit is not None:
-        triples = triples[triples.groupby("relation_id", sort=False).cumcount() < limit]
-    triples = triples.reset_index(drop=True)
-
-    read = sorted(triples["relation_id"].unique(), key=natural_key)
-    first = _splits(loaded)[0][1] if splits_info else None
-    info = getattr(first, "info", None)
-    provenance = {
-        "path": str(path),
-        "kind": "hf",
-        "splits": splits_info,
-        "relations": read,
-        "bad_lines": bad_total,
-    }
-    if info is not None:
-        provenance.update({
-            "builder": info.builder_name,
-            "config": info.config_name,
-            "version": str(info.version) if info.version is not None else None,
-        })
-    if local:
-        provenance["files"] = _local_file_hashes(path)
-    elif info is not None and info.download_checksums:
-        # Hub data-file URLs carry the revision (commit) they were downloaded from.
-        provenance["data_files"] = sorted(info.download_checksums)
-    return SourceResult(triples=triples, relations=pd.DataFrame({"relation_id": read}),
-                        provenance=provenance, dropped={"bad_lines": bad_total},
-                        source_tag="trex")

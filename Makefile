@@ -1,0 +1,30 @@
+# Set-up and the two everyday jobs. A virtual environment keeps the system Python untouched.
+# TORCH_SPEC picks the torch build for the model extras (e.g. TORCH_SPEC=torch==2.13.0 for the
+# CPU wheel); the dataset builders never import torch.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup repro test bench clean-venv
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[pipeline,test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+# Rebuild every dataset of dvc.yaml from params.yaml (offline with the shipped params).
+repro: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro
+
+test: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_build_mc.py --facts 1000000
+
+clean-venv:
+	rm -rf $(VENV)
