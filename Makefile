@@ -5,13 +5,15 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+CONSTRAINTS ?= constraints.txt
+PIP_CONSTRAINTS := $(if $(CONSTRAINTS),-c $(CONSTRAINTS),)
 
 .PHONY: setup repro test bench clean-venv
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[pipeline,test]'
+	$(BIN)/python -m pip install -q $(PIP_CONSTRAINTS) -e '.[pipeline,test]'
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -30,6 +30,7 @@ from builders.tables import FACTS_SCHEMA, base_manifest, write_dataset  # noqa: 
 
 def synthetic_facts(n: int, relations: int, seed: int) -> pa.Table:
     rng = np.random.default_rng(seed)
+    target, n = n, int(n * 1.2)  # oversample: duplicates are removed below, then cut to target
     weights = 1.0 / np.arange(1, relations + 1) ** 0.8
     rel = rng.choice(relations, size=n, p=weights / weights.sum())
     per_rel = np.bincount(rel, minlength=relations)
@@ -42,6 +43,9 @@ def synthetic_facts(n: int, relations: int, seed: int) -> pa.Table:
     keep = np.ones(n, dtype=bool)
     keep[1:] = (rel[1:] != rel[:-1]) | (subj[1:] != subj[:-1]) | (obj[1:] != obj[:-1])
     rel, subj, obj = rel[keep], subj[keep], obj[keep]
+    if len(rel) > target:
+        pick = np.sort(rng.choice(len(rel), size=target, replace=False))
+        rel, subj, obj = rel[pick], subj[pick], obj[pick]
     m = len(rel)
     rid = np.char.add("P", (rel + 10).astype(str))
     sid = np.char.add(np.char.add(rid, "_Q"), subj.astype(str))

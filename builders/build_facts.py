@@ -92,6 +92,10 @@ def read_source(cfg: FactsConfig) -> SourceResult:
 
 def build_facts(cfg: FactsConfig) -> Path:
     result = read_source(cfg)
+    if len(result.triples) == 0:
+        raise UserError(f"the {cfg.source} source {cfg.path or cfg.endpoint or ''} holds no facts "
+                        f"for the relations asked ({', '.join(cfg.relations or ['all'])}); "
+                        f"check the input and --relations")
     facts, relations, counts = assemble_facts(result)
     if facts.num_rows == 0:
         raise UserError("no facts left after dropping entities without a label in "

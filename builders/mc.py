@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from .errors import UserError
 from .tables import RELATIONS_SCHEMA, base_manifest, file_sha256, read_manifest, read_table, write_dataset
@@ -47,10 +48,31 @@ class MCConfig:
         return p
 
 
-def _codes(col: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+def _codes(col: pa.ChunkedArray, labels: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
     enc = pc.dictionary_encode(col).combine_chunks()
-    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), np.asarray(
-        enc.dictionary.to_pylist(), dtype=object)
+    codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return codes, (np.asarray(enc.dictionary.to_pylist(), dtype=object) if labels else None)
+
+
+def _take_rows(path: Path, rows: np.ndarray) -> pa.Table:
+    """The given rows of a Parquet file, reading one row group at a time.
+
+    Only three narrow columns are needed to choose the rows; reading the whole table (aliases,
+    evidence text) for a few thousand picked rows would multiply peak memory on T-REx sizes.
+    """
+    pf = pq.ParquetFile(path)
+    order = np.argsort(rows, kind="stable")
+    sorted_rows = rows[order]
+    parts = []
+    start = 0
+    for g in range(pf.num_row_groups):
+        n = pf.metadata.row_group(g).num_rows
+        lo, hi = np.searchsorted(sorted_rows, [start, start + n])
+        if hi > lo:
+            parts.append(pf.read_row_group(g).take(pa.array(sorted_rows[lo:hi] - start)))
+        start += n
+    table = pa.concat_tables(parts)
+    return table.take(pa.array(np.argsort(order, kind="stable")))
 
 
 def _normalise(r: np.ndarray, o: np.ndarray, labels: np.ndarray,
@@ -97,18 +119,24 @@ def _draw_excluding(rng: np.random.Generator, pool_size: int, excluded: np.ndarr
 def build_mc(cfg: MCConfig) -> Path:
     if cfg.choices < 2:
         raise UserError("--choices must be at least 2")
-    facts = read_table(cfg.facts, "facts")
+    facts_path = Path(cfg.facts) / "facts.parquet"
     facts_manifest = read_manifest(cfg.facts)
-    needed = {"fact_id", "relation_id", "subject_id", "object"}
-    if not needed <= set(facts.column_names):
-        raise UserError(f"{cfg.facts}/facts.parquet lacks columns {sorted(needed - set(facts.column_names))}")
-    if facts.num_rows == 0:
-        raise UserError(f"{cfg.facts}/facts.parquet has no rows")
+    if not facts_path.is_file():
+        raise UserError(f"{facts_path} not found: build the facts dataset first")
+    schema = pq.read_schema(facts_path)
+    needed = {"fact_id", "relation_id", "subject_id", "object", "answers", "split"}
+    if not needed <= set(schema.names):
+        raise UserError(f"{facts_path} lacks columns {sorted(needed - set(schema.names))}")
+    slim = pq.read_table(facts_path, columns=["relation_id", "subject_id", "object"])
+    if slim.num_rows == 0:
+        raise UserError(f"{facts_path} has no rows")
 
-    r, rel_names = _codes(facts["relation_id"])
-    s, _ = _codes(facts["subject_id"])
-    o_raw, obj_labels = _codes(facts["object"])
+    r, rel_names = _codes(slim["relation_id"])
+    s, _ = _codes(slim["subject_id"], labels=False)
+    o_raw, obj_labels = _codes(slim["object"])
+    del slim
     o, normalised = _normalise(r, o_raw, obj_labels, cfg.strip_suffixes)
+    del o_raw
 
     # Sort by (relation, subject, object label); keep one row per distinct triple of labels.
     order = np.lexsort((o, s, r))
@@ -178,7 +206,8 @@ def build_mc(cfg: MCConfig) -> Path:
                         f"min_objects {cfg.min_objects}, choices {cfg.choices}, train+test "
                         f"{need}); why: " + "; ".join(f"{k}: {v}" for k, v in sorted(dropped.items())))
 
-    table = _mc_table(facts, obj_labels, np.array(picked_rows), np.array(picked_gold),
+    base = _take_rows(facts_path, np.array(picked_rows, dtype=np.int64))
+    table = _mc_table(base, obj_labels, np.array(picked_gold),
                       np.array(picked_split), picked_choices, picked_answers)
     if (Path(cfg.facts) / "relations.parquet").exists():
         relations = read_table(cfg.facts, "relations")
@@ -191,7 +220,7 @@ def build_mc(cfg: MCConfig) -> Path:
     manifest = base_manifest(
         Path(cfg.out).name, "mc",
         {"type": "facts", "facts_dataset": facts_manifest.get("name"),
-         "facts_sha256": file_sha256(Path(cfg.facts) / "facts.parquet"),
+         "facts_sha256": file_sha256(facts_path),
          "facts_source": facts_manifest.get("source", {})},
         cfg.manifest_params(),
         {"rows": table.num_rows, "relations": len(kept), "per_relation": kept,
@@ -200,9 +229,9 @@ def build_mc(cfg: MCConfig) -> Path:
     return write_dataset(cfg.out, {"facts": table, "relations": relations}, manifest)
 
 
-def _mc_table(facts: pa.Table, labels: np.ndarray, rows: np.ndarray, gold: np.ndarray,
+def _mc_table(base: pa.Table, labels: np.ndarray, gold: np.ndarray,
               split: np.ndarray, choices: list[np.ndarray], answers: list[np.ndarray]) -> pa.Table:
-    base = facts.take(pa.array(rows))
+    """``base`` holds the picked fact rows, in the order of the other arguments."""
     n_choices = len(choices[0])
     choice_arr = pa.ListArray.from_arrays(
         pa.array(np.arange(0, n_choices * len(choices) + 1, n_choices), type=pa.int32()),

@@ -47,6 +47,8 @@ def test_help_shows_examples():
     (["build", "facts", "--source", "trex", "--path", "no/such/dir", "--relations", "all"], []),
     (["build", "facts", "--source", "csv", "--path", "nope.csv", "--relations", "all"],
      ["nope.csv"]),
+    (["build", "facts", "--source", "csv", "--path", str(Path(__file__).parent / "data" / "empty.csv"),
+      "--relations", "all"], ["holds no facts"]),
     (["build", "facts", "--source", "nosuch", "--relations", "P1"], ["invalid choice"]),
     (["build", "mc", "--facts", "no/such/folder"], ["the following arguments are required"]),
     (["build", "mc", "--facts", "no/such/folder", "--out", "x"], ["not found"]),

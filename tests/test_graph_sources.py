@@ -160,3 +160,23 @@ def test_relation_names_cannot_inject_sparql(tmp_path):
         build_facts(FactsConfig(source="rdf", path=str(WIKIDATA_MINI),
                                 relations=("<http://x.org/a> } ",), out=str(tmp_path / "o"),
                                 progress=False))
+
+
+def test_wikidata_source_with_a_mirror_endpoint(oxigraph_url, tmp_path):
+    out = build_facts(_sparql_cfg(oxigraph_url, tmp_path, source="wikidata", relations=("P36",)))
+    facts = _facts(out)
+    assert {f["source"] for f in facts} == {"wikidata"} and len(facts) == 6
+    with pytest.raises(UserError, match="not Wikidata property ids"):
+        build_facts(_sparql_cfg(oxigraph_url, tmp_path, source="wikidata",
+                                relations=("P36", "rel:capital"), prefixes={"rel": "http://x/"}))
+
+
+def test_literal_objects_in_date_and_year_form(oxigraph_url, tmp_path):
+    day = _facts(build_facts(_sparql_cfg(oxigraph_url, tmp_path / "d", relations=("P569",))))
+    year = _facts(build_facts(_sparql_cfg(oxigraph_url, tmp_path / "y", relations=("P569",),
+                                          date_format="year")))
+    einstein = [f for f in day if f["subject_id"] == "Q937"][0]
+    assert einstein["object"] == "1879-03-14"
+    assert [f for f in year if f["subject_id"] == "Q937"][0]["object"] == "1879"
+    rel = pq.read_table(tmp_path / "d" / "out" / "relations.parquet").to_pylist()[0]
+    assert rel["object_type"] == "xsd:dateTime"
