@@ -1,7 +1,9 @@
 # Set-up and the two everyday jobs. A virtual environment keeps the system Python untouched.
-# TORCH_SPEC picks the torch build for the model extras (e.g. TORCH_SPEC=torch==2.13.0 for the
-# CPU wheel); the dataset builders never import torch.
+# TORCH_SPEC picks the torch build installed before the model extras (any pip requirement:
+# "torch==2.13.0", "torch==2.13.0+cpu --index-url ...", a wheel path); the dataset builders
+# never import torch.
 PYTHON ?= python3
+TORCH_SPEC ?= torch==2.13.0
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -13,7 +15,8 @@ PIP_CONSTRAINTS := $(if $(CONSTRAINTS),-c $(CONSTRAINTS),)
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q $(PIP_CONSTRAINTS) -e '.[pipeline,test]'
+	$(BIN)/python -m pip install -q $(TORCH_SPEC)
+	$(BIN)/python -m pip install -q $(PIP_CONSTRAINTS) -e '.[pipeline,models,test]'
 	touch $(STAMP)
 
 setup: $(STAMP)

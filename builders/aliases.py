@@ -2,7 +2,7 @@
 or from the source graph's ``skos:altLabel``, merged into a copy of a facts dataset."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -89,6 +89,8 @@ def wikidata_aliases(cfg: AliasConfig, ids: list[str]) -> tuple[pd.DataFrame, di
 
 
 def build_aliases(cfg: AliasConfig) -> Path:
+    from .hub import open_dataset  # --facts may be a Hub-layout folder or hf://ORG/NAME
+    cfg = replace(cfg, facts=str(open_dataset(cfg.facts)))
     facts = read_table(cfg.facts, "facts")
     manifest = read_manifest(cfg.facts)
     df = facts.select(["subject_id", "object_id", "subject", "object", "subject_aliases",

@@ -12,7 +12,7 @@ def _relations(value: str) -> tuple[str, ...] | None:
         return None
     names = tuple(v.strip() for v in value.split(",") if v.strip())
     if not names:
-        raise UserError("--relations is empty; give a comma-separated list or 'all'")
+        raise argparse.ArgumentTypeError("empty: give a comma-separated list or 'all'")
     return names
 
 
@@ -238,3 +238,5 @@ def register(subparsers, common: argparse.ArgumentParser) -> None:
     _add_aliases(sub, common)
     _add_mc(sub, common)
     _add_nobel(sub, common)
+    from . import cli_templates  # templates, misprimes, multiprompt, fktc
+    cli_templates.add_commands(sub, common)

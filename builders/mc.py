@@ -11,7 +11,7 @@ within a few GB and makes grouping a sort instead of a hash of Python objects.
 from __future__ import annotations
 
 import zlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -119,6 +119,8 @@ def _draw_excluding(rng: np.random.Generator, pool_size: int, excluded: np.ndarr
 def build_mc(cfg: MCConfig) -> Path:
     if cfg.choices < 2:
         raise UserError("--choices must be at least 2")
+    from .hub import open_dataset  # --facts may be a Hub-layout folder or hf://ORG/NAME
+    cfg = replace(cfg, facts=str(open_dataset(cfg.facts)))
     facts_path = Path(cfg.facts) / "facts.parquet"
     facts_manifest = read_manifest(cfg.facts)
     if not facts_path.is_file():

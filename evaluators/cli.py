@@ -26,6 +26,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=factprobe_version())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     build_cli.register(sub, common)
+    from . import cli_eval
+    cli_eval.register(sub, common)
+    from builders import cli_publish
+    cli_publish.register(sub, common)
     return parser
 
 

@@ -1,0 +1,1 @@
+"""Metrics: small pure functions over outputs tables (see each function's doctest)."""

@@ -1,0 +1,220 @@
+"""``factprobe eval``: dataset -> probe plan -> backend -> outputs.parquet, prompts.parquet,
+run.json, metrics.json.
+
+Work is cut into chunks (one group of requests sharing a prefix, at most ``CHUNK`` requests);
+each finished chunk is written to a checkpoint folder beside the output, so a killed run
+resumes where it stopped without redoing or duplicating anything. The final files appear only
+when everything is done, in one rename.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass, is_dataclass
+from importlib import metadata
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+from tqdm import tqdm
+
+from builders.errors import UserError
+from builders.tables import dumps_json, file_sha256, read_manifest, write_parquet
+from probes.backends import BackendConfig
+from probes.plan import Plan, Stage
+from probes.requests import prompt_id
+
+from .outputs import generate_rows, mask_rows, request_text, score_rows
+
+CHUNK = 256
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    method: str
+    dataset: str
+    out: str
+    relations: tuple[str, ...] | None = None
+    limit: int | None = None        # test facts per relation
+    dry_run: bool = False
+    progress: bool = True
+
+
+def _versions() -> dict:
+    out = {"python": platform.python_version()}
+    for pkg in ("factprobe", "torch", "transformers", "numpy", "pyarrow"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _chunks(stage: Stage, requests: list) -> list[list]:
+    groups: dict[str, list] = {}
+    for r in requests:
+        groups.setdefault(getattr(r, "group", ""), []).append(r)
+    out = []
+    for members in groups.values():
+        out.extend(members[i:i + CHUNK] for i in range(0, len(members), CHUNK))
+    return out
+
+
+def _chunk_key(stage: Stage, chunk: list, backend_cfg: BackendConfig) -> str:
+    h = hashlib.sha1(json.dumps(asdict(backend_cfg), sort_keys=True).encode())
+    h.update(stage.name.encode())
+    for r in chunk:
+        h.update(repr(r).encode("utf-8"))
+    return h.hexdigest()[:16]
+
+
+def _run_chunk(backend, stage: Stage, chunk: list, bar) -> list[dict]:
+    if stage.kind == "score":
+        return score_rows(stage.name, chunk, backend.score(chunk, progress=bar))
+    if stage.kind == "generate":
+        return generate_rows(stage.name, chunk, backend.generate(chunk, progress=bar))
+    if stage.kind == "fill_mask":
+        return mask_rows(stage.name, chunk, backend.fill_mask(chunk, progress=bar))
+    raise ValueError(stage.kind)
+
+
+def execute(plan: Plan, backend, backend_cfg: BackendConfig, partial: Path, progress: bool
+            ) -> tuple[pd.DataFrame, dict, dict]:
+    """Run every stage, resuming from checkpoints; returns (outputs, prompts, timings)."""
+    partial.mkdir(parents=True, exist_ok=True)
+    frames: list[pd.DataFrame] = []
+    prompts: dict[str, str] = {}
+    timings: dict[str, float] = {}
+    for stage in plan.stages:
+        requests = stage.requests
+        if stage.build is not None:
+            requests = stage.build(pd.concat(frames, ignore_index=True) if frames
+                                   else pd.DataFrame())
+        for r in requests:
+            text = request_text(r)
+            prompts[prompt_id(text)] = text
+        start = time.perf_counter()
+        with tqdm(total=len(requests), desc=f"{plan.method} {stage.name}", unit="req",
+                  disable=not progress) as bar:
+            for i, chunk in enumerate(_chunks(stage, requests)):
+                path = partial / f"{stage.name}-{i:05d}-{_chunk_key(stage, chunk, backend_cfg)}.parquet"
+                if path.exists():
+                    frames.append(pd.read_parquet(path))
+                    bar.update(len(chunk))
+                    continue
+                rows = _run_chunk(backend, stage, chunk, bar)
+                frame = pd.DataFrame(rows)
+                tmp = path.with_suffix(".tmp")
+                frame.to_parquet(tmp, index=False)
+                os.replace(tmp, path)
+                frames.append(frame)
+        timings[stage.name] = round(time.perf_counter() - start, 3)
+    outputs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return outputs, prompts, timings
+
+
+def _sorted(outputs: pd.DataFrame) -> pd.DataFrame:
+    keys = [k for k in ("stage", "relation_id", "fact_id", "seed", "n_examples", "position",
+                        "prompt_id", "option", "sample") if k in outputs.columns]
+    return outputs.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
+
+
+def write_run(out: Path, outputs: pd.DataFrame, prompts: dict, run: dict, metrics: dict) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        write_parquet(pa.Table.from_pandas(_sorted(outputs), preserve_index=False),
+                      tmp / "outputs.parquet")
+        ptable = pa.table({"prompt_id": sorted(prompts),
+                           "text": [prompts[k] for k in sorted(prompts)]})
+        write_parquet(ptable, tmp / "prompts.parquet")
+        (tmp / "run.json").write_text(dumps_json(run), encoding="utf-8")
+        (tmp / "metrics.json").write_text(dumps_json(metrics), encoding="utf-8")
+        old = None
+        if out.exists():
+            old = out.with_name(f".{out.name}.old-{os.getpid()}")
+            os.replace(out, old)
+        os.replace(tmp, out)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def _config_dict(obj) -> dict:
+    return asdict(obj) if is_dataclass(obj) else dict(obj)
+
+
+def run_eval(cfg: EvalConfig, backend_cfg: BackendConfig, plan: Plan, method_cfg,
+             dataset_info: dict, *, masked: bool = False, metrics_fn=None) -> Path | None:
+    """Execute ``plan`` with the model of ``backend_cfg`` and write the run folder."""
+    if cfg.dry_run:
+        for line in plan.first_prompts(3):
+            print(line)
+        total = sum(len(s.requests) for s in plan.stages)
+        print(f"{total} requests in {len(plan.stages)} stage(s); nothing was run (--dry-run)")
+        return None
+    from probes.backends import load_backend
+    backend = load_backend(backend_cfg, masked=masked)
+    out = Path(cfg.out)
+    partial = out.with_name(f".{out.name}.partial")
+    start = time.perf_counter()
+    outputs, prompts, timings = execute(plan, backend, backend_cfg, partial, cfg.progress)
+    model_cfg = backend.model.config
+    run = {
+        "method": plan.method,
+        "method_config": _config_dict(method_cfg),
+        "eval": asdict(cfg) | {"out": out.name},
+        "backend": asdict(backend_cfg),
+        "model": {"name": backend_cfg.model, "type": model_cfg.model_type,
+                  "revision": backend_cfg.revision or getattr(model_cfg, "_commit_hash", None),
+                  "parameters": int(sum(p.numel() for p in backend.model.parameters())),
+                  "device": backend.device, "dtype": str(next(backend.model.parameters()).dtype)},
+        "dataset": dataset_info,
+        "plan": plan.info,
+        "versions": _versions(),
+        "timings_s": timings | {"total": round(time.perf_counter() - start, 3)},
+        "tokens": {"computed": backend.tokens_computed, "full_sequence": backend.tokens_full},
+        "rows": len(outputs),
+    }
+    metrics = metrics_fn(outputs) if metrics_fn is not None else {}
+    write_run(out, outputs, prompts, run, metrics)
+    shutil.rmtree(partial, ignore_errors=True)
+    return out
+
+
+def dataset_info(folder: Path) -> dict:
+    manifest = read_manifest(folder)
+    return {"path": str(folder), "name": manifest.get("name"), "kind": manifest.get("kind"),
+            "facts_sha256": file_sha256(folder / "facts.parquet")}
+
+
+def select_facts(facts: pd.DataFrame, relations: tuple[str, ...] | None, limit: int | None
+                 ) -> pd.DataFrame:
+    """Keep the asked relations and at most ``limit`` test facts per relation (train rows stay:
+    they are the examples)."""
+    if relations:
+        present = set(facts["relation_id"])
+        missing = [r for r in relations if r not in present]
+        if missing:
+            raise UserError(f"relation(s) {', '.join(missing)} not in the dataset; it has: "
+                            f"{', '.join(sorted(present))}")
+        facts = facts[facts["relation_id"].isin(relations)]
+    if limit is not None:
+        is_test = facts["split"] == "test" if "split" in facts.columns and \
+            (facts["split"] != "").any() else pd.Series(True, index=facts.index)
+        rank = facts[is_test].groupby("relation_id").cumcount()
+        keep_test = rank[rank < limit].index
+        facts = facts[~is_test | facts.index.isin(keep_test)]
+    return facts.reset_index(drop=True)
+
+
+def json_safe(obj):
+    return json.loads(json.dumps(obj, default=str))

@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class BackendConfig:
+    """How to load and run a Hugging Face model (read once from the command line)."""
+
+    model: str                       # Hub name or local folder
+    revision: str | None = None
+    dtype: str = "auto"              # auto: bfloat16 on a GPU that supports it, else float32
+    device: str = "auto"             # auto: cuda if available, else cpu
+    batch_size: int = 32             # rows per forward pass; halved on out-of-memory
+    trust_remote_code: bool = False  # never on unless asked: it runs code from the model repo
+    add_bos: bool = False            # prepend BOS (lm-evaluation-harness's default is not to)
+    prefix_cache: bool = True        # reuse the key/value cache of shared prefixes

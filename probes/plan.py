@@ -1,0 +1,40 @@
+"""What a probe hands to the eval runner: named stages of model requests.
+
+A stage is one kind of model call (``score``, ``generate`` or ``fill_mask``) over a list of
+requests. A later stage may need an earlier stage's outputs (MONITOR builds its teacher-forced
+requests from the anchors it generated first): ``build`` then receives those outputs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import pandas as pd
+
+
+@dataclass
+class Stage:
+    name: str
+    kind: str                                   # score | generate | fill_mask
+    requests: list = field(default_factory=list)
+    # For stages that depend on earlier outputs: outputs so far -> requests.
+    build: Callable[[pd.DataFrame], list] | None = None
+
+
+@dataclass
+class Plan:
+    method: str
+    stages: list[Stage]
+    info: dict = field(default_factory=dict)    # counts the probe wants in run.json
+
+    def first_prompts(self, n: int = 3) -> list[str]:
+        out = []
+        for stage in self.stages:
+            for r in stage.requests[:n]:
+                text = getattr(r, "context", None) or getattr(r, "prompt", "")
+                conts = getattr(r, "continuations", ())
+                shown = f"[{stage.name}] {text!r}"
+                if conts:
+                    shown += f" -> {list(conts[:3])}{' ...' if len(conts) > 3 else ''}"
+                out.append(shown)
+        return out[:n * max(1, len(self.stages))]

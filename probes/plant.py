@@ -1,0 +1,172 @@
+"""``factprobe plant``: a small causal LM trained from scratch on a known subset of facts.
+
+The planted-knowledge reference model answers the question no paper can: does an estimator
+find knowledge that is really there, and not find knowledge that is not? It is taught the
+train facts and half of the test facts of a dataset, in the forms the probes use (ZP-LKE lists
+of one relation's pairs, statements, questions); the other half of the test facts is never
+shown. ``planted.json`` lists both halves, so every method's accuracy can be split by them.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+import zlib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from builders.errors import UserError
+from builders.tables import dumps_json, read_manifest, read_table
+
+
+@dataclass(frozen=True)
+class PlantConfig:
+    dataset: str
+    out: str
+    seed: int = 0
+    arch: str = "llama"               # rotary positions: cheaper here than GPT-2's, and robust
+    layers: int = 4
+    width: int = 128
+    heads: int = 4
+    vocab_size: int = 2000
+    block: int = 512                  # tokens per training sequence (documents are packed)
+    epochs: int = 20
+    lists_per_relation: int = 8       # ZP-LKE-style lists per relation and epoch
+    list_size: int = 50               # pairs per list: as many as the probe shows
+    batch_size: int = 8
+    lr: float = 2e-3
+    progress: bool = True
+
+
+def split_planted(facts: pd.DataFrame, seed: int) -> tuple[set[str], set[str]]:
+    """(planted, held_out) fact ids: every train fact plus half of each relation's test facts
+    are planted; the rest of the test facts are held out."""
+    has_split = "split" in facts.columns and (facts["split"] != "").any()
+    planted, held = set(), set()
+    for rel, g in facts.groupby("relation_id", sort=True):
+        test = g[g["split"] == "test"] if has_split else g
+        if has_split:
+            planted |= set(g.loc[g["split"] == "train", "fact_id"])
+        ids = sorted(test["fact_id"])
+        rng = np.random.default_rng([seed, zlib.crc32(rel.encode())])
+        order = rng.permutation(len(ids))
+        half = len(ids) // 2
+        planted |= {ids[i] for i in order[:half]}
+        held |= {ids[i] for i in order[half:]}
+    return planted, held
+
+
+def _statement(label: str, x: str, y: str) -> str:
+    return f"The {label} of {x} is {y}."
+
+
+def _question(label: str, x: str, y: str) -> str:
+    return f"Q: What is the {label} of {x}?\nA: {y}."
+
+
+def training_documents(known: pd.DataFrame, labels: dict[str, str], cfg: PlantConfig,
+                       epoch: int) -> list[str]:
+    """One epoch of text: ZP-LKE lists in the probe's exact format, then one statement and
+    one question per known fact, shuffled."""
+    rng = np.random.default_rng([cfg.seed, epoch])
+    docs = []
+    for rel, g in known.groupby("relation_id", sort=True):
+        pairs = list(zip(g["subject"], g["object"]))
+        for _ in range(cfg.lists_per_relation):
+            k = min(len(pairs), cfg.list_size + 1)
+            idx = rng.permutation(len(pairs))[:k]
+            docs.append(", ".join(f"{pairs[i][0]} {pairs[i][1]}" for i in idx))
+        label = labels.get(rel, rel)
+        for x, y in pairs:
+            docs.append(_statement(label, x, y))
+            docs.append(_question(label, x, y))
+    order = rng.permutation(len(docs))
+    return [docs[i] for i in order]
+
+
+def plant(cfg: PlantConfig) -> Path:
+    import torch
+    from .model_factory import causal_model, save, train_tokenizer
+
+    facts = read_table(cfg.dataset, "facts").to_pandas()
+    manifest = read_manifest(cfg.dataset)
+    if facts.empty:
+        raise UserError(f"{cfg.dataset} has no facts to plant")
+    rel_path = Path(cfg.dataset) / "relations.parquet"
+    labels = dict(zip(*read_table(cfg.dataset, "relations").to_pandas()[["relation_id", "label"]]
+                      .T.values)) if rel_path.exists() else {}
+    planted, held = split_planted(facts, cfg.seed)
+    known = facts[facts["fact_id"].isin(planted)]
+
+    torch.manual_seed(cfg.seed)
+    torch.use_deterministic_algorithms(True)
+    vocab_text = training_documents(known, labels, cfg, 0)
+    # Names of every entity (not the facts) so held-out subjects and choices tokenise normally.
+    names = sorted(set(facts["subject"]) | set(facts["object"]) |
+                   {c for cs in facts.get("choices", pd.Series([], dtype=object)) for c in cs})
+    tokenizer = train_tokenizer(vocab_text + names, vocab_size=cfg.vocab_size)
+    model = causal_model(tokenizer, layers=cfg.layers, width=cfg.width, heads=cfg.heads,
+                         max_positions=max(1024, cfg.block), seed=cfg.seed, arch=cfg.arch)
+    eos = tokenizer.eos_token_id
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01)
+
+    def blocks(epoch: int) -> torch.Tensor:
+        stream: list[int] = []
+        for doc in training_documents(known, labels, cfg, epoch):
+            stream.extend(tokenizer(doc)["input_ids"] + [eos])
+        n = len(stream) // cfg.block
+        return torch.tensor(stream[: n * cfg.block]).view(n, cfg.block)
+
+    steps_per_epoch = math.ceil(len(blocks(0)) / cfg.batch_size)
+    total = steps_per_epoch * cfg.epochs
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=total,
+                                                pct_start=0.1)
+    from tqdm import tqdm
+    model.train()
+    losses = []
+    with tqdm(total=total, desc="plant", unit="step", disable=not cfg.progress) as bar:
+        for epoch in range(cfg.epochs):
+            data = blocks(epoch)
+            perm = torch.randperm(len(data), generator=torch.Generator().manual_seed(epoch))
+            for i in range(0, len(data), cfg.batch_size):
+                batch = data[perm[i:i + cfg.batch_size]]
+                loss = model(input_ids=batch, labels=batch).loss
+                opt.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                opt.step()
+                sched.step()
+                losses.append(float(loss.detach()))
+                bar.update(1)
+                bar.set_postfix(loss=f"{losses[-1]:.3f}")
+    model.eval()
+
+    out = Path(cfg.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        save(model, tokenizer, tmp)
+        (tmp / "planted.json").write_text(dumps_json({
+            "dataset": manifest.get("name"), "planted": sorted(planted),
+            "held_out": sorted(held), "config": asdict(cfg) | {"dataset": cfg.dataset},
+            "final_loss": round(float(np.mean(losses[-steps_per_epoch:])), 4),
+            "steps": total}), encoding="utf-8")
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def load_planted(model_path: str) -> dict | None:
+    path = Path(model_path) / "planted.json"
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text(encoding="utf-8"))
