@@ -118,6 +118,113 @@ def _run_zp_lke(args) -> str:
     return run_method("zp-lke", args, cfg)
 
 
+def _method_parser(sub, common, name: str, help_: str, examples: str):
+    p = sub.add_parser(name, parents=[common], help=help_,
+                       epilog="examples:\n" + examples,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    _eval_flags(p)
+    return p
+
+
+def _add_prompt(sub, common) -> None:
+    p = _method_parser(sub, common, "prompt", "HGP / MMP template baselines and FS-LKE", """\
+  factprobe eval prompt --dataset data/datasets/sample-mc --model data/models/planted \\
+      --out data/results/sample-mc/prompt/planted
+  factprobe eval prompt --dataset mc/ --model gpt2 --templates lpaqa/ --out r/   # mined (MMP)
+  factprobe eval prompt --dataset mc/ --model gpt2 --fs-examples 50 --out r/     # FS-LKE
+""")
+    g = p.add_argument_group("prompt")
+    g.add_argument("--templates", default="data/templates",
+                   help="YAML template folder, a templates dataset, or LPAQA .jsonl files")
+    g.add_argument("--template-id", default="", help="template to use (e.g. m2); default: the "
+                   "first statement of each relation with [Y] last")
+    g.add_argument("--fs-examples", type=int, default=0,
+                   help="FS-LKE: that many examples joined by the template")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--response-tokens", type=int, default=10)
+    p.set_defaults(run=_run_prompt)
+
+
+def _run_prompt(args) -> str:
+    from probes.prompt_baselines import PromptConfig
+    cfg = PromptConfig(templates=args.templates, template_id=args.template_id,
+                       fs_examples=max(0, args.fs_examples), seed=args.seed,
+                       response_tokens=max(0, args.response_tokens))
+    return run_method("prompt", args, cfg)
+
+
+def _add_belief(sub, common) -> None:
+    p = _method_parser(sub, common, "belief", "BELIEF on a masked LM (multi-prompt dataset)", """\
+  factprobe eval belief --dataset data/datasets/sample-multiprompt \\
+      --model data/models/planted-mlm --out data/results/sample-multiprompt/belief/planted-mlm
+  factprobe eval belief --dataset multiprompt/ --model bert-base-cased --out r/
+""")
+    g = p.add_argument_group("BELIEF")
+    g.add_argument("--top-k", type=int, default=10)
+    g.add_argument("--max-names", type=int, help="subject names per pair (label first)")
+    p.set_defaults(run=_run_belief)
+
+
+def _run_belief(args) -> str:
+    from probes.belief import BeliefConfig
+    return run_method("belief", args, BeliefConfig(top_k=max(1, args.top_k),
+                                                   max_names=args.max_names))
+
+
+def _add_belief_icl(sub, common) -> None:
+    p = _method_parser(sub, common, "belief-icl", "BELIEF-ICL on a decoder LM", """\
+  factprobe eval belief-icl --dataset data/datasets/sample-multiprompt \\
+      --model data/models/planted --out r/ --contexts zero,4-random,4-relation,4-template
+  factprobe eval belief-icl --dataset multiprompt/ --model meta-llama/Meta-Llama-3-8B \\
+      --style qa --samples 100 --sample-prompts 10000 --out r/
+""")
+    g = p.add_argument_group("BELIEF-ICL")
+    g.add_argument("--contexts", default="4-template",
+                   help="comma-separated: zero, X-random, X-relation, X-template")
+    g.add_argument("--style", choices=("mask", "qa"), default="mask")
+    g.add_argument("--samples", type=int, default=100, help="samples per prompt for confidence")
+    g.add_argument("--sample-prompts", type=int, default=10_000,
+                   help="prompts (a seeded subset) that get samples")
+    g.add_argument("--max-new-tokens", type=int, default=10)
+    g.add_argument("--max-names", type=int, help="subject names per pair (label first)")
+    g.add_argument("--seed", type=int, default=0)
+    p.set_defaults(run=_run_belief_icl)
+
+
+def _run_belief_icl(args) -> str:
+    from probes.belief_icl import BeliefICLConfig, parse_context
+    contexts = tuple(c.strip() for c in args.contexts.split(",") if c.strip())
+    for c in contexts:
+        parse_context(c)
+    cfg = BeliefICLConfig(contexts=contexts, style=args.style, samples=max(0, args.samples),
+                          sample_prompts=max(0, args.sample_prompts),
+                          max_new_tokens=max(1, args.max_new_tokens), max_names=args.max_names,
+                          seed=args.seed)
+    return run_method("belief-icl", args, cfg)
+
+
+def _add_monitor(sub, common) -> None:
+    p = _method_parser(sub, common, "monitor", "MONITOR on FKTC-style prompts", """\
+  factprobe eval monitor --dataset data/datasets/sample-fktc --model data/models/planted \\
+      --out data/results/sample-fktc/monitor/planted
+  factprobe eval monitor --dataset fktc/ --model bigscience/bloomz-560m --compat --out r/
+""")
+    g = p.add_argument_group("MONITOR")
+    g.add_argument("--compat", action="store_true",
+                   help="free-running foreign anchors, as the authors' code")
+    g.add_argument("--max-new-tokens", type=int, default=10)
+    g.add_argument("--no-frames", action="store_true",
+                   help="skip greedy answers under every prompt (frame accuracies)")
+    p.set_defaults(run=_run_monitor)
+
+
+def _run_monitor(args) -> str:
+    from probes.monitor import MonitorConfig
+    return run_method("monitor", args, MonitorConfig(compat=args.compat,
+                                                     max_new_tokens=max(1, args.max_new_tokens),
+                                                     frames=not args.no_frames))
+
+
 EPILOG_PLANT = """examples:
   factprobe plant --dataset data/datasets/sample-mc --out data/models/planted
   factprobe plant --dataset mc/ --out model/ --epochs 40 --layers 6 --width 256
@@ -141,6 +248,10 @@ def _add_plant(subparsers, common) -> None:
         p.add_argument(flag, dest=attr, type=int, default=getattr(d, attr),
                        help=f"default {getattr(d, attr)}")
     p.add_argument("--lr", type=float, default=d.lr, help=f"default {d.lr}")
+    p.add_argument("--templates", default=d.templates,
+                   help="statement and question templates to teach the facts in")
+    p.add_argument("--masked", action="store_true",
+                   help="train a masked LM (for BELIEF) instead of a causal one")
     p.set_defaults(run=_run_plant)
 
 
@@ -157,4 +268,8 @@ def register(subparsers, common) -> None:
     ev = subparsers.add_parser("eval", help="probe a model with one of the methods")
     sub = ev.add_subparsers(dest="method", required=True, metavar="METHOD")
     _add_zp_lke(sub, common)
+    _add_prompt(sub, common)
+    _add_belief(sub, common)
+    _add_belief_icl(sub, common)
+    _add_monitor(sub, common)
     _add_plant(subparsers, common)

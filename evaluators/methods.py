@@ -57,6 +57,8 @@ def zp_lke_metrics(outputs: pd.DataFrame, planted: dict | None, cfg) -> dict:
     mc = outputs[outputs["stage"] == "mc"]
     if len(mc):
         preds = mc_predictions(mc, ties_against_gold=getattr(cfg, "compat", False))
+        if "n_examples" not in preds.columns:
+            preds = preds.assign(n_examples=0)
         top_n = preds["n_examples"].max()
         main = preds[preds["n_examples"] == top_n]
         metrics["mc_accuracy"] = summarise(main)
@@ -90,3 +92,96 @@ def _zp_lke_plan(tables: dict, cfg):
 METHODS: dict[str, Method] = {
     "zp-lke": Method("zp-lke", ("facts",), False, _zp_lke_plan, zp_lke_metrics),
 }
+
+
+def _prompt_plan(tables: dict, cfg):
+    from probes.prompt_baselines import plan
+    from probes.templates_in import load_templates
+    return plan(tables["facts"], load_templates(cfg.templates), cfg)
+
+
+def prompt_metrics(outputs: pd.DataFrame, planted: dict | None, cfg) -> dict:
+    return zp_lke_metrics(outputs, planted, cfg)
+
+
+def _multiprompt_templates(tables: dict):
+    from builders.template_files import Template
+    fields = [f for f in Template.__dataclass_fields__]
+    return [Template(**{k: r[k] for k in fields}) for r in tables["templates"].to_dict("records")]
+
+
+def _belief_plan(tables: dict, cfg):
+    from probes.belief import plan
+    return plan(tables["facts"], _multiprompt_templates(tables), cfg)
+
+
+def belief_metrics(outputs: pd.DataFrame, planted: dict | None, cfg) -> dict:
+    from .metrics.belief import belief_rows
+    rows = belief_rows(outputs)
+    prompts = outputs[outputs["stage"] == "prompts"]
+    out = {"prompts": int(len(prompts)), "answerable_prompts": int(len(rows)),
+           "pairs_skipped_multi_token": int(prompts["fact_id"].nunique()
+                                            - rows["fact_id"].nunique())}
+    if len(rows):
+        out["accuracy_all_prompts"] = summarise(rows.assign(correct=rows["correct"].astype(float)))
+        per_fact = rows.groupby(["relation_id", "fact_id"])["correct"].mean().reset_index()
+        out["validity"] = validity(per_fact, planted)
+    return out
+
+
+def _belief_icl_plan(tables: dict, cfg):
+    from probes.belief_icl import plan
+    return plan(tables["facts"], _multiprompt_templates(tables), cfg)
+
+
+def belief_icl_metrics(outputs: pd.DataFrame, planted: dict | None, cfg) -> dict:
+    from .metrics.belief import icl_rows
+    rows = icl_rows(outputs)
+    out = {"prompts": int(len(rows))}
+    if len(rows):
+        rows = rows.assign(correct=rows["correct"].astype(float))
+        out["accuracy_all_prompts"] = {c: summarise(g) for c, g in rows.groupby("context")}
+        per_fact = rows.groupby(["relation_id", "fact_id"])["correct"].mean().reset_index()
+        out["validity"] = validity(per_fact, planted)
+    return out
+
+
+def _monitor_plan(tables: dict, cfg):
+    from builders.template_files import Template
+    from probes.monitor import plan
+    fields = list(Template.__dataclass_fields__)
+    templates = []
+    for r in tables["templates"].to_dict("records"):
+        t = Template(**{k: r[k] for k in fields})
+        templates.append(_Based(t, bool(r.get("is_base", False))))
+    return plan(tables["facts"], templates, cfg)
+
+
+class _Based:
+    """A template with FKTC's ``is_base`` flag (the base question of its relation)."""
+
+    def __init__(self, template, is_base: bool):
+        self._t, self.is_base = template, is_base
+
+    def __getattr__(self, name):
+        return getattr(self._t, name)
+
+
+def monitor_metrics(outputs: pd.DataFrame, planted: dict | None, cfg) -> dict:
+    from .metrics.monitor import per_fact, summary
+    out = summary(outputs)
+    if planted:
+        facts = per_fact(outputs)
+        anchors = outputs[outputs["stage"] == "anchor"][["fact_id", "relation_id"]]
+        known = anchors.assign(correct=anchors["fact_id"].isin(set(facts["fact_id"])).astype(float))
+        out["validity_anchor_match"] = validity(known, planted)
+    return out
+
+
+METHODS.update({
+    "prompt": Method("prompt", ("facts",), False, _prompt_plan, prompt_metrics),
+    "belief": Method("belief", ("facts", "templates"), True, _belief_plan, belief_metrics),
+    "belief-icl": Method("belief-icl", ("facts", "templates"), False, _belief_icl_plan,
+                         belief_icl_metrics),
+    "monitor": Method("monitor", ("facts", "templates"), False, _monitor_plan, monitor_metrics),
+})

@@ -40,6 +40,8 @@ class PlantConfig:
     list_size: int = 50               # pairs per list: as many as the probe shows
     batch_size: int = 8
     lr: float = 2e-3
+    templates: str = "data/templates"  # statement and question forms; label forms if absent
+    masked: bool = False               # a BERT-style masked LM instead (for BELIEF)
     progress: bool = True
 
 
@@ -61,18 +63,23 @@ def split_planted(facts: pd.DataFrame, seed: int) -> tuple[set[str], set[str]]:
     return planted, held
 
 
-def _statement(label: str, x: str, y: str) -> str:
-    return f"The {label} of {x} is {y}."
+def _forms(templates, label: str) -> tuple[list[str], list[str]]:
+    """(statement templates, questions) of a relation; simple label forms when it has none."""
+    from builders.template_files import question_text, y_is_last
+    statements = [t.template for t in templates if t.style == "statement"]
+    questions = [question_text(t.template) for t in templates if t.style == "question"]
+    statements = statements or [f"The {label} of [X] is [Y]."]
+    questions = questions or [f"What is the {label} of [X]?"]
+    cloze = [t for t in statements if y_is_last(t)] or statements
+    return cloze + [t for t in statements if t not in cloze], questions
 
 
-def _question(label: str, x: str, y: str) -> str:
-    return f"Q: What is the {label} of {x}?\nA: {y}."
-
-
-def training_documents(known: pd.DataFrame, labels: dict[str, str], cfg: PlantConfig,
-                       epoch: int) -> list[str]:
-    """One epoch of text: ZP-LKE lists in the probe's exact format, then one statement and
-    one question per known fact, shuffled."""
+def training_documents(known: pd.DataFrame, forms: dict, cfg: PlantConfig, epoch: int
+                       ) -> list[str]:
+    """One epoch of text: ZP-LKE lists in the probe's exact format, then for every known fact
+    one statement and one question, the template changing from epoch to epoch, shuffled.
+    Questions alternate between MONITOR's "...?\nAnswer: y" and BELIEF-ICL's "Q: ...\nA: y."."""
+    from builders.template_files import fill
     rng = np.random.default_rng([cfg.seed, epoch])
     docs = []
     for rel, g in known.groupby("relation_id", sort=True):
@@ -81,31 +88,54 @@ def training_documents(known: pd.DataFrame, labels: dict[str, str], cfg: PlantCo
             k = min(len(pairs), cfg.list_size + 1)
             idx = rng.permutation(len(pairs))[:k]
             docs.append(", ".join(f"{pairs[i][0]} {pairs[i][1]}" for i in idx))
-        label = labels.get(rel, rel)
-        for x, y in pairs:
-            docs.append(_statement(label, x, y))
-            docs.append(_question(label, x, y))
+        statements, questions = forms[rel]
+        for n, (x, y) in enumerate(pairs):
+            docs.append(fill(statements[(epoch + n) % len(statements)], x, y))
+            q = fill(questions[(epoch + n) % len(questions)], x)
+            docs.append(f"{q}\nAnswer: {y}." if (epoch + n) % 2 else f"Q: {q}\nA: {y}.")
     order = rng.permutation(len(docs))
     return [docs[i] for i in order]
 
 
+def _relation_forms(dataset: str, facts: pd.DataFrame, cfg: PlantConfig) -> dict:
+    rel_path = Path(dataset) / "relations.parquet"
+    labels = {}
+    if rel_path.exists():
+        rel = read_table(dataset, "relations").to_pandas()
+        labels = dict(zip(rel["relation_id"], rel["label"]))
+    relations = sorted(facts["relation_id"].unique())
+    templates = []
+    if cfg.templates and Path(cfg.templates).exists():
+        from .templates_in import load_templates
+        templates = load_templates(cfg.templates, relations)
+    return {r: _forms([t for t in templates if t.relation_id == r], labels.get(r, r))
+            for r in relations}
+
+
 def plant(cfg: PlantConfig) -> Path:
-    import torch
-    from .model_factory import causal_model, save, train_tokenizer
 
     facts = read_table(cfg.dataset, "facts").to_pandas()
     manifest = read_manifest(cfg.dataset)
     if facts.empty:
         raise UserError(f"{cfg.dataset} has no facts to plant")
-    rel_path = Path(cfg.dataset) / "relations.parquet"
-    labels = dict(zip(*read_table(cfg.dataset, "relations").to_pandas()[["relation_id", "label"]]
-                      .T.values)) if rel_path.exists() else {}
+    forms = _relation_forms(cfg.dataset, facts, cfg)
     planted, held = split_planted(facts, cfg.seed)
     known = facts[facts["fact_id"].isin(planted)]
+    if cfg.masked:
+        from .plant_masked import train_masked
+        model, tokenizer, losses, total = train_masked(facts, known, forms, cfg)
+    else:
+        model, tokenizer, losses, total = _train_causal(facts, known, forms, cfg)
+    return _write(model, tokenizer, cfg, manifest, planted, held, losses, total)
+
+
+def _train_causal(facts, known, forms, cfg: PlantConfig):
+    import torch
+    from .model_factory import causal_model, train_tokenizer
 
     torch.manual_seed(cfg.seed)
     torch.use_deterministic_algorithms(True)
-    vocab_text = training_documents(known, labels, cfg, 0)
+    vocab_text = training_documents(known, forms, cfg, 0)
     # Names of every entity (not the facts) so held-out subjects and choices tokenise normally.
     names = sorted(set(facts["subject"]) | set(facts["object"]) |
                    {c for cs in facts.get("choices", pd.Series([], dtype=object)) for c in cs})
@@ -117,7 +147,7 @@ def plant(cfg: PlantConfig) -> Path:
 
     def blocks(epoch: int) -> torch.Tensor:
         stream: list[int] = []
-        for doc in training_documents(known, labels, cfg, epoch):
+        for doc in training_documents(known, forms, cfg, epoch):
             stream.extend(tokenizer(doc)["input_ids"] + [eos])
         n = len(stream) // cfg.block
         return torch.tensor(stream[: n * cfg.block]).view(n, cfg.block)
@@ -145,7 +175,13 @@ def plant(cfg: PlantConfig) -> Path:
                 bar.update(1)
                 bar.set_postfix(loss=f"{losses[-1]:.3f}")
     model.eval()
+    return model, tokenizer, losses, total
 
+
+def _write(model, tokenizer, cfg: PlantConfig, manifest: dict, planted: set, held: set,
+           losses: list[float], total: int) -> Path:
+    from .model_factory import save
+    steps_per_epoch = max(1, total // max(1, cfg.epochs))
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))

@@ -1,22 +1,33 @@
 """Causal LMs through transformers, with shared-prefix key/value caching.
 
-Scoring (context, continuations) is done in three levels, each computed once:
-the longest token prefix shared by a group of requests (ZP-LKE: a relation's 50 examples),
-then each request's own context suffix, then its continuations, batched, each attending to the
-cached keys and values of what precedes it. Rows are right-padded; padding is masked and the
-position ids are given explicitly, so every number equals a plain full-sequence computation.
+Scoring (context, continuations) computes every token once: the longest token prefix shared
+by a group of requests (ZP-LKE: a relation's 50 examples) in one pass whose keys and values are
+cached; then each request's own context suffix and the trie of its continuations (options that
+begin alike share those tokens) as one small tree, many trees packed side by side into the rows
+of one forward pass (``packing.py``). A 4D attention mask restricts every token to the prefix
+and its own ancestors and the position ids are given explicitly, so every number equals a plain
+full-sequence computation. Logits are computed only where a continuation token is predicted,
+and a log-prob is that logit minus the row's logsumexp (no full log-softmax table).
 Tokens are split as lm-evaluation-harness splits them (encode context + continuation, drop the
 context's tokens), so scores are comparable with it.
 """
 from __future__ import annotations
 
 import hashlib
+import inspect
 from typing import Callable, Iterable, Sequence
+
+import numpy as np
 
 from builders.errors import UserError
 
 from ..requests import GenerateRequest, Generated, ScoreRequest, Scored
 from .config import BackendConfig
+from .packing import build_segment, make_batch, pack
+
+ROW_TOKENS = 256                      # target length of a packed row
+TOKENS_PER_ROW_OF_BATCH = {"cpu": 64, "cuda": 256}   # packed tokens per forward = batch x this
+LOGIT_BYTES = {"cpu": 512 << 20, "cuda": 4 << 30}     # cap on the logits of one forward
 
 
 def common_prefix_len(seqs: Sequence[Sequence[int]]) -> int:
@@ -66,7 +77,12 @@ class HFCausal:
             else tokenizer.eos_token_id
         self.tokens_computed = 0     # tokens actually fed to the model
         self.tokens_full = 0         # tokens a per-sequence approach would feed
+        self.attended_keys = 0       # (token, key) pairs attended by scored tokens (FLOP counts)
         self._enc_cache: dict[str, list[int]] = {}
+        self._keep_arg = "logits_to_keep" in inspect.signature(model.forward).parameters
+        self._kind = "cuda" if str(device).startswith("cuda") else "cpu"
+        vocab = int(getattr(mc, "vocab_size", 0) or len(tokenizer))
+        self._max_logit_rows = max(1, LOGIT_BYTES[self._kind] // (vocab * 4))
 
     # ----------------------------------------------------------------------------- tokens
     def encode(self, text: str) -> list[int]:
@@ -81,39 +97,54 @@ class HFCausal:
         """lm-evaluation-harness's split: trailing spaces of the context move to the
         continuation; the continuation's tokens are those of context + continuation after the
         context's own tokens."""
+        ctx, conts = self.encode_pairs(context, [continuation])
+        return ctx, conts[0]
+
+    def encode_pairs(self, context: str, continuations: Sequence[str]
+                     ) -> tuple[list[int], list[list[int]]]:
+        """``encode_pair`` for many continuations of one context, in one tokenizer call."""
         if context == "":
-            return [self.prefix_token_id], self.encode(continuation)
+            return [self.prefix_token_id], [self.encode(c) for c in continuations]
         n_spaces = len(context) - len(context.rstrip())
-        if n_spaces:
-            continuation = context[-n_spaces:] + continuation
-            context = context[:-n_spaces]
-        whole = self.encode(context + continuation)
+        moved = context[len(context) - n_spaces:] if n_spaces else ""
+        context = context[:len(context) - n_spaces]
         ctx = self.encode(context)
-        return ctx, whole[len(ctx):]
+        texts = [context + moved + c for c in continuations]
+        wholes = self.tok(texts, add_special_tokens=self.config.add_bos)["input_ids"] \
+            if texts else []
+        return ctx, [list(w[len(ctx):]) for w in wholes]
 
     def count_tokens(self, text: str) -> int:
         return len(self.encode(text))
 
     # ----------------------------------------------------------------------------- forward
-    def _forward(self, rows: list[list[int]], past=None, past_mask=None):
-        """One right-padded batch after an optional cache; returns (logits, cache, mask)."""
+    def _forward(self, rows: list[list[int]], past=None, past_mask=None, last_only=False):
+        """One right-padded batch after an optional cache; returns (logits, cache, mask).
+        ``last_only``: logits of each row's last real token only, shape (rows, vocab)."""
         torch = self.torch
         n = len(rows)
         width = max(len(r) for r in rows)
+        lens = [len(r) for r in rows]
         ids = torch.full((n, width), self.prefix_token_id or 0, dtype=torch.long)
-        mask = torch.zeros((n, width), dtype=torch.long)
         for i, r in enumerate(rows):
             ids[i, :len(r)] = torch.tensor(r, dtype=torch.long)
-            mask[i, :len(r)] = 1
+        mask = (torch.arange(width)[None, :] < torch.tensor(lens)[:, None]).long()
         ids, mask = ids.to(self.device), mask.to(self.device)
         start = past_mask.sum(dim=1, keepdim=True) if past_mask is not None else \
             torch.zeros((n, 1), dtype=torch.long, device=self.device)
         positions = start + torch.arange(width, device=self.device)[None, :]
         full_mask = torch.cat([past_mask, mask], dim=1) if past_mask is not None else mask
+        kwargs = {}
+        last = torch.tensor(lens, device=self.device) - 1
+        if last_only and self._keep_arg:
+            kwargs["logits_to_keep"] = last[:, None]
         out = self.model(input_ids=ids, attention_mask=full_mask, position_ids=positions,
-                         past_key_values=past, use_cache=True)
-        self.tokens_computed += int(mask.sum())
-        return out.logits, out.past_key_values, full_mask
+                         past_key_values=past, use_cache=True, **kwargs)
+        self.tokens_computed += int(sum(lens))
+        logits = out.logits
+        if last_only:
+            logits = logits[:, 0] if self._keep_arg else logits[torch.arange(n), last]
+        return logits, out.past_key_values, full_mask
 
     def _select(self, cache, index: list[int]):
         """A new cache holding the given batch rows (repeats allowed)."""
@@ -123,22 +154,42 @@ class HFCausal:
                                              layer.values.index_select(0, idx))
                                             for layer in cache.layers])
 
+    def _expand(self, kv: list, rows: int):
+        """A cache whose every row is the shared prefix: views, no copy (the model's own
+        concatenation with the new tokens is the only copy)."""
+        from transformers import DynamicCache
+        cache = DynamicCache(ddp_cache_data=[(k[:, :, :0], v[:, :, :0]) for k, v in kv])
+        for layer, (k, v) in zip(cache.layers, kv):
+            layer.keys, layer.values = k.expand(rows, -1, -1, -1), v.expand(rows, -1, -1, -1)
+        return cache
+
     def _prefix(self, seqs: list[list[int]]):
-        """Shared prefix of a group, its cache and mask; every sequence keeps >= 1 token."""
+        """Shared prefix of a group: (length, per-layer keys and values, mask); every sequence
+        keeps >= 1 token of its own. No logits are needed here."""
         if not self.config.prefix_cache or len(seqs) == 0:
             return 0, None, None
         p = min(common_prefix_len(seqs), min(len(s) for s in seqs) - 1)
         if p <= 0:
             return 0, None, None
-        with self.torch.inference_mode():
-            _, cache, mask = self._forward([seqs[0][:p]])
-        return p, cache, mask
+        torch = self.torch
+        ids = torch.tensor([seqs[0][:p]], dtype=torch.long, device=self.device)
+        kwargs = {"logits_to_keep": 1} if self._keep_arg else {}
+        with torch.inference_mode():
+            out = self.model(input_ids=ids, position_ids=torch.arange(p, device=self.device)[None],
+                             use_cache=True, **kwargs)
+        self.tokens_computed += p
+        self.attended_keys += p * (p + 1) // 2
+        kv = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+        return p, kv, torch.ones((1, p), dtype=torch.long, device=self.device)
 
-    def _oom_safe(self, run: Callable[[list], None], items: list) -> None:
-        """Run ``run`` on chunks of ``items``; halve the batch size on out-of-memory."""
+    def _oom_safe(self, run: Callable[[list], None], items: list,
+                  take: Callable[[list, int], int] | None = None) -> None:
+        """Run ``run`` on chunks of ``items`` (``take(items, i)``: where the chunk from ``i``
+        ends; default ``batch_size`` items); halve the batch size on out-of-memory."""
         i = 0
         while i < len(items):
-            chunk = items[i:i + self.batch_size]
+            end = take(items, i) if take is not None else i + self.batch_size
+            chunk = items[i:end]
             try:
                 run(chunk)
             except (RuntimeError, MemoryError) as exc:  # torch.OutOfMemoryError is a RuntimeError
@@ -165,13 +216,7 @@ class HFCausal:
         if r.continuation_ids:
             ctx = self.encode(r.context) if r.context else [self.prefix_token_id]
             return ctx, [list(c) for c in r.continuation_ids]
-        pairs = [self.encode_pair(r.context, c) for c in r.continuations]
-        ctx = pairs[0][0] if pairs else self.encode(r.context)
-        for c_ctx, _ in pairs:
-            if c_ctx != ctx:  # only when continuations move different trailing spaces
-                raise UserError("continuations of one request must not differ in leading "
-                                "whitespace handling; put the separator into every option")
-        return ctx, [c for _, c in pairs]
+        return self.encode_pairs(r.context, r.continuations)
 
     def _check_length(self, ctx: list[int], conts: list[list[int]]) -> None:
         longest = len(ctx) + max((len(c) for c in conts), default=0)
@@ -180,47 +225,74 @@ class HFCausal:
                             f"{self.max_length}; use fewer examples or --too-long skip")
 
     def _score_group(self, requests, members, results, progress) -> None:
-        torch = self.torch
         encoded = {i: self._encode_request(requests[i]) for i in members}
         for i in members:
             self._check_length(*encoded[i])
             self.tokens_full += sum(len(encoded[i][0]) + len(c) for c in encoded[i][1])
-        p, cache_p, mask_p = self._prefix([encoded[i][0] for i in members])
+        p, kv, _ = self._prefix([encoded[i][0] for i in members])
+        segments = [build_segment(i, encoded[i][0][p:], encoded[i][1]) for i in members]
 
-        def run(chunk: list[int]) -> None:
-            with torch.inference_mode():
-                suffixes = [encoded[i][0][p:] for i in chunk]
-                past = self._select(cache_p, [0] * len(chunk)) if p else None
-                past_mask = mask_p.expand(len(chunk), -1) if p else None
-                logits, cache_c, mask_c = self._forward(suffixes, past, past_mask)
-                last = torch.stack([logits[j, len(s) - 1] for j, s in enumerate(suffixes)])
-                last_lp = torch.log_softmax(last.float(), dim=-1)
-                scored: dict[tuple[int, int], list[float]] = {}
-                long_pairs = []
-                for j, i in enumerate(chunk):
-                    for k, cont in enumerate(encoded[i][1]):
-                        if not cont:
-                            scored[(j, k)] = []
-                            continue
-                        scored[(j, k)] = [float(last_lp[j, cont[0]])]
-                        if len(cont) > 1:
-                            long_pairs.append((j, k, cont))
-                for sub in _chunks(long_pairs, self.batch_size * 4):
-                    past2 = self._select(cache_c, [j for j, _, _ in sub])
-                    logits2, _, _ = self._forward([c[:-1] for _, _, c in sub], past2,
-                                                  mask_c[[j for j, _, _ in sub]])
-                    lp2 = torch.log_softmax(logits2.float(), dim=-1)
-                    for row, (j, k, cont) in enumerate(sub):
-                        target = torch.tensor(cont[1:], device=lp2.device)
-                        got = lp2[row, torch.arange(len(cont) - 1, device=lp2.device), target]
-                        scored[(j, k)].extend(got.tolist())
-                for j, i in enumerate(chunk):
-                    conts = encoded[i][1]
-                    results[i] = [Scored(scored[(j, k)], conts[k]) for k in range(len(conts))]
+        def run(chunk) -> None:
+            self._score_packed(chunk, p, kv, encoded, results)
             if progress is not None:
                 progress.update(len(chunk))
 
-        self._oom_safe(run, members)
+        self._oom_safe(run, segments, self._take_tokens)
+
+    def _take_tokens(self, segments, i: int) -> int:
+        """End of the chunk from ``i`` that fills one forward pass's token budget."""
+        budget = min(self.batch_size * TOKENS_PER_ROW_OF_BATCH[self._kind],
+                     self._max_logit_rows)
+        end, total = i, 0
+        while end < len(segments) and (end == i or total + len(segments[end]) <= budget):
+            total += len(segments[end])
+            end += 1
+        return end
+
+    def _score_packed(self, segments, p: int, kv, encoded, results) -> None:
+        """One forward pass over packed segments; fills ``results`` for their requests."""
+        torch = self.torch
+        b = make_batch(pack(segments, ROW_TOKENS), p, self.prefix_token_id or 0)
+        dev, dtype = self.device, self.model.dtype
+        rows, width = b.ids.shape
+        allowed = torch.from_numpy(b.allowed)
+        if p:
+            allowed = torch.cat([torch.ones((rows, width, p), dtype=torch.bool), allowed], 2)
+        mask = torch.zeros(allowed.shape, dtype=dtype)
+        mask.masked_fill_(~allowed, torch.finfo(dtype).min)
+        keep = torch.from_numpy(b.keep).to(dev)
+        kwargs = {"logits_to_keep": keep} if self._keep_arg else {}
+        with torch.inference_mode():
+            out = self.model(input_ids=torch.from_numpy(b.ids).to(dev),
+                             attention_mask=mask[:, None].to(dev),
+                             position_ids=torch.from_numpy(b.positions).to(dev),
+                             past_key_values=self._expand(kv, rows) if p else None,
+                             use_cache=bool(p), **kwargs)
+            logits = out.logits if self._keep_arg else out.logits[keep]
+            # row index of each kept (row, column) in ``logits``, then every target token
+            kept = np.cumsum(b.keep.ravel()) - 1
+            where, toks, bounds = [], [], []
+            for _, seg_targets in b.targets:
+                for path in seg_targets:
+                    where.extend(int(kept[r * width + c]) for r, c, _ in path)
+                    toks.extend(t for _, _, t in path)
+                    bounds.append(len(where))
+            lse = torch.cat([torch.logsumexp(part.float(), dim=-1)
+                             for part in logits.split(4096)])
+            at = torch.tensor(where, dtype=torch.long, device=dev)
+            got = logits[at, torch.tensor(toks, dtype=torch.long, device=dev)].float() - lse[at]
+            values = got.tolist()
+        self.tokens_computed += int(b.real.sum())
+        self.attended_keys += b.attended
+        k = 0
+        for seg, seg_targets in b.targets:
+            conts = encoded[seg.request][1]
+            scored = []
+            for j in range(len(seg_targets)):
+                start = bounds[k - 1] if k else 0
+                scored.append(Scored(values[start:bounds[k]], conts[j]))
+                k += 1
+            results[seg.request] = scored
 
     def token_probs(self, pairs: Sequence[tuple[str, Sequence[int]]], group: str = ""
                     ) -> list[list[float]]:
@@ -258,16 +330,15 @@ class HFCausal:
                 raise UserError(f"a prompt of {len(encoded[i])} tokens plus {r.max_new_tokens} "
                                 f"new ones exceeds the model's context of {self.max_length}")
             self.tokens_full += max(1, r.samples) * (len(encoded[i]) + r.max_new_tokens)
-        p, cache_p, mask_p = self._prefix([encoded[i] for i in members])
+        p, kv_p, mask_p = self._prefix([encoded[i] for i in members])
         out: dict[int, list[Generated]] = {i: [] for i in members}
 
         def run_prompts(chunk: list[int]) -> None:
             with torch.inference_mode():
                 suffixes = [encoded[i][p:] for i in chunk]
-                past = self._select(cache_p, [0] * len(chunk)) if p else None
+                past = self._expand(kv_p, len(chunk)) if p else None
                 past_mask = mask_p.expand(len(chunk), -1) if p else None
-                logits, cache_c, mask_c = self._forward(suffixes, past, past_mask)
-                last = torch.stack([logits[j, len(s) - 1] for j, s in enumerate(suffixes)])
+                last, cache_c, mask_c = self._forward(suffixes, past, past_mask, last_only=True)
                 rows = [(j, i, s) for j, i in enumerate(chunk)
                         for s in range(max(1, requests[i].samples))]
                 for sub in _chunks(rows, self.batch_size * 4):

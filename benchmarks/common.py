@@ -1,0 +1,178 @@
+"""Shared pieces of the model benchmarks: machine facts, synthetic names and facts, a locally
+trained tokenizer, random-weight models of small (CPU) and real (GPU) sizes, FLOP counting.
+
+Nothing here downloads anything: tokenizers are trained on synthetic text and models are built
+from configs with random weights, so timings depend on shapes only.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+SYLLABLES = ["ka", "lo", "mer", "vin", "dra", "sel", "tor", "ba", "qui", "nes", "ro", "zel",
+             "fa", "du", "ren", "mo", "li", "ska", "vor", "tan", "pe", "gru", "ost", "hal",
+             "wen", "bri", "cas", "tel", "nor", "um", "ja", "sto"]
+
+# Dense bf16 tensor-core peak (TFLOP/s, no sparsity) by a substring of the device name.
+PEAK_BF16_TFLOPS = [("H200", 989.0), ("H100 PCIe", 756.0), ("H100 NVL", 835.0), ("H100", 989.0),
+                    ("A100", 312.0), ("L40S", 362.0), ("L4", 121.0)]
+
+# Random-weight models: name -> (architecture, config keywords). The CPU default is a small GPT-2
+# with GPT-2's vocabulary; the others are the shapes of real checkpoints, for GPU runs.
+MODEL_CONFIGS = {
+    "gpt2-small-random": ("gpt2", dict(n_layer=4, n_embd=256, n_head=4, vocab_size=50257,
+                                       n_positions=2048)),
+    "pythia-410m": ("gpt_neox", dict(num_hidden_layers=24, hidden_size=1024,
+                                     num_attention_heads=16, intermediate_size=4096,
+                                     vocab_size=50304, max_position_embeddings=2048,
+                                     rotary_pct=0.25, use_parallel_residual=True)),
+    "pythia-1.4b": ("gpt_neox", dict(num_hidden_layers=24, hidden_size=2048,
+                                     num_attention_heads=16, intermediate_size=8192,
+                                     vocab_size=50304, max_position_embeddings=2048,
+                                     rotary_pct=0.25, use_parallel_residual=True)),
+    "llama-1b": ("llama", dict(num_hidden_layers=16, hidden_size=2048, num_attention_heads=32,
+                               num_key_value_heads=8, intermediate_size=8192, vocab_size=128256,
+                               max_position_embeddings=4096, tie_word_embeddings=True,
+                               rope_theta=500000.0)),
+}
+
+
+def versions() -> dict:
+    out = {"python": platform.python_version()}
+    for pkg in ("factprobe", "torch", "transformers", "lm_eval", "numpy", "pyarrow", "pandas"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def machine() -> dict:
+    model = platform.processor() or platform.machine()
+    try:
+        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    out = {"cpu": model, "cores": os.cpu_count(), "date": time.strftime("%Y-%m-%d")}
+    try:
+        with open("/proc/meminfo") as fh:
+            kb = int(fh.readline().split()[1])
+        out["memory_gb"] = round(kb / 1024 ** 2)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import torch
+        if torch.cuda.is_available():
+            out["gpu"] = torch.cuda.get_device_name(0)
+    except ImportError:
+        pass
+    return out
+
+
+def peak_tflops(device_name: str) -> float | None:
+    for key, value in PEAK_BF16_TFLOPS:
+        if key in device_name:
+            return value
+    return None
+
+
+def word(rng: np.random.Generator, lo: int, hi: int) -> str:
+    k = int(rng.integers(lo, hi + 1))
+    return "".join(SYLLABLES[i] for i in rng.integers(0, len(SYLLABLES), size=k)).title()
+
+
+def unique_names(rng: np.random.Generator, n: int, words: int, lo: int = 2, hi: int = 3
+                 ) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    while len(out) < n:
+        name = " ".join(word(rng, lo, hi) for _ in range(words))
+        if name not in seen:
+            seen.add(name)
+            out.append(name)
+    return out
+
+
+def tokenizer(vocab: int = 4000, seed: int = 0):
+    """A byte-level BPE trained on synthetic syllable text (not on the benchmark's names, so
+    names split into several tokens as rare names do in real vocabularies)."""
+    from probes.model_factory import train_tokenizer
+    rng = np.random.default_rng(seed + 1000)
+    lines = [" ".join(word(rng, 1, 3) if rng.random() < 0.85 else str(int(rng.integers(0, 3000)))
+                      for _ in range(12)) + "," for _ in range(20000)]
+    return train_tokenizer(lines, vocab_size=vocab)
+
+
+def build_model(name: str, tok, *, dtype: str = "float32", seed: int = 0, **overrides):
+    """A random-weight causal LM of a known shape, sized at least to the tokenizer."""
+    import torch
+    from transformers import (GPT2Config, GPT2LMHeadModel, GPTNeoXConfig, GPTNeoXForCausalLM,
+                              LlamaConfig, LlamaForCausalLM)
+    arch, kw = MODEL_CONFIGS[name]
+    kw = dict(kw, **overrides)
+    if "vocab_size" in kw:
+        kw["vocab_size"] = max(kw["vocab_size"], len(tok))
+    common = dict(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                  pad_token_id=tok.pad_token_id)
+    torch.manual_seed(seed)
+    cls = {"gpt2": (GPT2Config, GPT2LMHeadModel), "gpt_neox": (GPTNeoXConfig, GPTNeoXForCausalLM),
+           "llama": (LlamaConfig, LlamaForCausalLM)}[arch]
+    dt = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+    with torch.device("cpu"):
+        model = cls[1](cls[0](**kw, **common))
+    return model.to(dt).eval()
+
+
+def matmul_params(model) -> int:
+    """Parameters that take part in a matrix product per token: everything except the input
+    embedding tables, plus the output head even when it is tied to the input embedding."""
+    emb = {id(p) for m in (model.get_input_embeddings(),) for p in m.parameters()}
+    for name, mod in model.named_modules():
+        if name.endswith(("wpe", "embed_positions")):
+            emb.update(id(p) for p in mod.parameters())
+    head = model.get_output_embeddings().weight
+    n = sum(p.numel() for p in model.parameters() if id(p) not in emb)
+    if id(head) in emb:
+        n += head.numel()
+    return n
+
+
+def model_flops(model, tokens: int, attended_keys: int) -> float:
+    """2 x matmul parameters per token, plus attention: 2 products (QK^T, AV) x 2 FLOPs x
+    layers x (heads x head_dim) per (query token, attended key) pair."""
+    cfg = model.config
+    layers = getattr(cfg, "num_hidden_layers", None) or cfg.n_layer
+    width = getattr(cfg, "hidden_size", None) or cfg.n_embd
+    return 2.0 * matmul_params(model) * tokens + 4.0 * layers * width * attended_keys
+
+
+class Timer:
+    def __init__(self, device: str = "cpu"):
+        self.device = device
+
+    def __enter__(self):
+        self._sync()
+        self.t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self._sync()
+        self.seconds = time.perf_counter() - self.t0
+
+    def _sync(self):
+        if self.device.startswith("cuda"):
+            import torch
+            torch.cuda.synchronize()
