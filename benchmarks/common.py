@@ -136,27 +136,34 @@ def build_model(name: str, tok, *, dtype: str = "float32", seed: int = 0, **over
     return model.to(dt).eval()
 
 
-def matmul_params(model) -> int:
-    """Parameters that take part in a matrix product per token: everything except the input
-    embedding tables, plus the output head even when it is tied to the input embedding."""
-    emb = {id(p) for m in (model.get_input_embeddings(),) for p in m.parameters()}
+def max_positions(model) -> int:
+    cfg = model.config
+    return int(getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions"))
+
+
+def matmul_params(model) -> tuple[int, int]:
+    """(parameters of the layers, parameters of the output head) that take part in a matrix
+    product per token: everything except the input embedding tables; the head counts even
+    when it is tied to the input embedding."""
+    emb = {id(p) for p in model.get_input_embeddings().parameters()}
     for name, mod in model.named_modules():
         if name.endswith(("wpe", "embed_positions")):
             emb.update(id(p) for p in mod.parameters())
     head = model.get_output_embeddings().weight
-    n = sum(p.numel() for p in model.parameters() if id(p) not in emb)
-    if id(head) in emb:
-        n += head.numel()
-    return n
+    body = sum(p.numel() for p in model.parameters() if id(p) not in emb and p is not head)
+    return body, head.numel()
 
 
-def model_flops(model, tokens: int, attended_keys: int) -> float:
-    """2 x matmul parameters per token, plus attention: 2 products (QK^T, AV) x 2 FLOPs x
-    layers x (heads x head_dim) per (query token, attended key) pair."""
+def model_flops(model, tokens: int, logit_rows: int, attended_keys: int) -> float:
+    """FLOPs of the useful work: 2 x layer parameters per token fed, 2 x head parameters per
+    position whose logits are computed, and attention: 2 products (QK^T, AV) x 2 FLOPs x
+    layers x width per (query token, key it may attend) pair. Masked-out keys that a dense
+    kernel also multiplies are not counted."""
     cfg = model.config
     layers = getattr(cfg, "num_hidden_layers", None) or cfg.n_layer
     width = getattr(cfg, "hidden_size", None) or cfg.n_embd
-    return 2.0 * matmul_params(model) * tokens + 4.0 * layers * width * attended_keys
+    body, head = matmul_params(model)
+    return 2.0 * body * tokens + 2.0 * head * logit_rows + 4.0 * layers * width * attended_keys
 
 
 class Timer:

@@ -6,15 +6,18 @@ Columnar throughout (pandas + Arrow list arrays) because T-REx-sized inputs have
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .tables import FACTS_SCHEMA, OPTIONAL_FACT_FIELDS, RELATIONS_SCHEMA, fact_id
 
 RAW_COLUMNS = ["relation_id", "subject_id", "object_id", "subject", "object"]
+ID_COLUMNS = ["relation_id", "subject_id", "object_id"]
 
 
 @dataclass
@@ -45,12 +48,28 @@ def _grouped_lists(keys: pd.DataFrame, values: pd.Series) -> tuple[pd.DataFrame,
     """
     if len(keys) == 0:
         return keys.iloc[:0], pa.array([], type=pa.list_(pa.string()))
-    change = np.ones(len(keys), dtype=bool)
-    change[1:] = (keys.iloc[1:].to_numpy() != keys.iloc[:-1].to_numpy()).any(axis=1)
-    starts = np.flatnonzero(change)
+    starts = np.flatnonzero(_changes(keys))
     offsets = np.append(starts, len(keys))
     return keys.iloc[starts].reset_index(drop=True), _list_array(
-        offsets, pa.array(values.to_numpy(dtype=object), type=pa.string()))
+        offsets, pa.array(values).cast(pa.string()))
+
+
+def _changes(frame: pd.DataFrame) -> np.ndarray:
+    """True where a row differs from the row before it in any column (and at row 0).
+
+    Compared as Arrow arrays, so big tables need no Python string objects.
+
+    >>> _changes(pd.DataFrame({"a": ["x", "x", "x", "y"], "b": ["1", "1", "2", "2"]})).tolist()
+    [True, False, True, True]
+    """
+    change = np.zeros(len(frame), dtype=bool)
+    if len(frame):
+        change[0] = True
+    for col in frame.columns:
+        arr = pa.array(frame[col])
+        if len(arr) > 1:
+            change[1:] |= pc.not_equal(arr[1:], arr[:-1]).to_numpy(zero_copy_only=False)
+    return change
 
 
 def alias_lists(aliases: pd.DataFrame, labels: pd.Series) -> tuple[pd.Index, pa.ListArray]:
@@ -71,6 +90,27 @@ def _take_lists(index: pd.Index, lists: pa.ListArray, ids: pd.Series) -> pa.Arra
     padded = pa.concat_arrays([lists, pa.array([[]], type=pa.list_(pa.string()))])
     pos = np.where(pos < 0, empty_at, pos)
     return padded.take(pa.array(pos))
+
+
+def _fact_ids(df: pd.DataFrame, chunk: int = 1_000_000) -> pa.Array:
+    """:func:`builders.tables.fact_id` of every row, a million rows at a time: the key
+    (relation, subject, object joined by \\x1f, UTF-8) is built by Arrow, only the hash runs
+    per row.
+
+    >>> row = pd.DataFrame({"relation_id": ["P36"], "subject_id": ["Q142"], "object_id": ["Q90"]})
+    >>> _fact_ids(row).to_pylist() == [fact_id("P36", "Q142", "Q90")]
+    True
+    """
+    sha1 = hashlib.sha1
+    parts = [pa.array([], type=pa.string())]
+    for start in range(0, len(df), chunk):
+        part = df.iloc[start:start + chunk]
+        cols = [pa.array(part[c]).cast(pa.large_string()) for c in ID_COLUMNS]
+        sep = pa.scalar("\x1f", type=pa.large_string())
+        keys = pc.binary_join_element_wise(*cols, sep).cast(pa.large_binary())
+        parts.append(pa.array([sha1(k).hexdigest()[:16] for k in keys.to_pylist()],
+                              type=pa.string()))
+    return pa.concat_arrays(parts)
 
 
 def assemble_facts(result: SourceResult) -> tuple[pa.Table, pa.Table, dict]:
@@ -98,32 +138,36 @@ def assemble_facts(result: SourceResult) -> tuple[pa.Table, pa.Table, dict]:
     for col in RAW_COLUMNS:
         df[col] = df[col].astype(str).str.strip()
 
-    sort_cols = ["relation_id", "subject_id", "object_id"] + extra
-    df = df.sort_values(sort_cols, kind="stable", na_position="last")
-    before = len(df)
-    df = df.drop_duplicates(["relation_id", "subject_id", "object_id"], keep="first")
-    if before != len(df):
+    # Sorted by the triple; among duplicate triples the evidence columns decide which row is
+    # kept. Sorting by them too is costly (millions of distinct sentences), so it happens only
+    # when there are duplicates: with unique triples both orders are the same.
+    df = df.sort_values(ID_COLUMNS, kind="stable", na_position="last")
+    if not _changes(df[ID_COLUMNS]).all():
+        df = df.sort_values(ID_COLUMNS + extra, kind="stable", na_position="last")
+        before = len(df)
+        df = df.drop_duplicates(ID_COLUMNS, keep="first")
         dropped["duplicate_rows"] = dropped.get("duplicate_rows", 0) + before - len(df)
     df = df.reset_index(drop=True)
 
     # answers: every distinct object label of the (relation, subject) pair
-    ans = df[["relation_id", "subject_id", "object"]].drop_duplicates().sort_values(
+    ans = df[["relation_id", "subject_id", "object"]].sort_values(
         ["relation_id", "subject_id", "object"], kind="stable")
+    ans = ans[_changes(ans)]
     pair_keys, pair_lists = _grouped_lists(ans[["relation_id", "subject_id"]], ans["object"])
-    pair_index = pd.MultiIndex.from_frame(pair_keys)
-    answers = pair_lists.take(pa.array(pair_index.get_indexer(
-        pd.MultiIndex.from_frame(df[["relation_id", "subject_id"]]))))
+    # df is sorted by relation then subject like pair_keys: its k-th distinct pair is theirs
+    answers = pair_lists.take(pa.array(np.cumsum(_changes(df[["relation_id", "subject_id"]])) - 1))
 
-    labels = pd.concat([pd.Series(df["subject"].to_numpy(), index=df["subject_id"]),
-                        pd.Series(df["object"].to_numpy(), index=df["object_id"])])
-    present = pd.Index(labels.index.unique())
-    aliases = result.aliases[result.aliases["entity_id"].isin(present)] if len(result.aliases) \
-        else result.aliases
-    alias_index, alias_arr = alias_lists(aliases, labels)
+    if len(result.aliases):
+        labels = pd.concat([pd.Series(df["subject"].to_numpy(), index=df["subject_id"]),
+                            pd.Series(df["object"].to_numpy(), index=df["object_id"])])
+        present = pd.Index(labels.index.unique())
+        aliases = result.aliases[result.aliases["entity_id"].isin(present)]
+        alias_index, alias_arr = alias_lists(aliases, labels)
+    else:  # no aliases at all (T-REx, most CSVs): skip the label table of every entity
+        alias_index, alias_arr = pd.Index([], dtype=object), pa.array([], type=pa.list_(pa.string()))
 
-    ids = [fact_id(r, s, o) for r, s, o in zip(df["relation_id"], df["subject_id"], df["object_id"])]
     cols = {
-        "fact_id": pa.array(ids, type=pa.string()),
+        "fact_id": _fact_ids(df),
         "relation_id": pa.array(df["relation_id"], type=pa.string()),
         "subject_id": pa.array(df["subject_id"], type=pa.string()),
         "object_id": pa.array(df["object_id"], type=pa.string()),

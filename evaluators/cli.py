@@ -28,6 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     build_cli.register(sub, common)
     from . import cli_eval
     cli_eval.register(sub, common)
+    from . import report_cli
+    report_cli.register(sub, common)
     from builders import cli_publish
     cli_publish.register(sub, common)
     return parser

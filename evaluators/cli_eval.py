@@ -44,6 +44,9 @@ def _eval_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=int, help="at most N test facts per relation")
     p.add_argument("--dry-run", action="store_true",
                    help="print the first prompts and the request count; load no model")
+    p.add_argument("--too-long", choices=("error", "skip", "truncate"), default="error",
+                   help="prompts longer than the model's context: stop with an error, skip and "
+                        "count them, or drop leading in-context examples until they fit")
     _backend_flags(p)
 
 
@@ -97,7 +100,7 @@ def run_method(method_name: str, args, method_cfg) -> str:
     tables["facts"] = select_facts(tables["facts"], _relations(args), args.limit)
     cfg = EvalConfig(method=method_name, dataset=str(folder), out=args.out,
                      relations=_relations(args), limit=args.limit, dry_run=args.dry_run,
-                     progress=not args.quiet)
+                     progress=not args.quiet, too_long=args.too_long)
     plan = method.plan(tables, method_cfg)
     planted = load_planted(args.model)
     out = run_eval(cfg, _backend_config(args), plan, method_cfg, dataset_info(folder),

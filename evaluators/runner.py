@@ -43,6 +43,37 @@ class EvalConfig:
     limit: int | None = None        # test facts per relation
     dry_run: bool = False
     progress: bool = True
+    too_long: str = "error"         # error | skip | truncate: prompts longer than the model's context
+
+
+def _length(backend, req) -> int:
+    if hasattr(req, "context"):
+        if req.continuation_ids:
+            return len(backend.encode(req.context)) + max(len(c) for c in req.continuation_ids)
+        pairs = [backend.encode_pair(req.context, c) for c in req.continuations] or \
+            [(backend.encode(req.context), [])]
+        return max(len(a) + len(b) for a, b in pairs)
+    if hasattr(req, "prompt") and hasattr(req, "max_new_tokens"):
+        return len(backend.encode(req.prompt)) + req.max_new_tokens
+    return 0
+
+
+def fit_to_context(requests: list, backend, policy: str, shorten, counts: dict) -> list:
+    """Apply the --too-long policy to requests longer than the model's context."""
+    limit = getattr(backend, "max_length", None)
+    if limit is None or policy == "error":
+        return requests  # the backend raises a clear error on the first one
+    out = []
+    for r in requests:
+        while r is not None and _length(backend, r) > limit:
+            r = shorten(r) if policy == "truncate" and shorten else None
+            if r is not None:
+                counts["truncated_examples"] = counts.get("truncated_examples", 0) + 1
+        if r is None:
+            counts["skipped_too_long"] = counts.get("skipped_too_long", 0) + 1
+        else:
+            out.append(r)
+    return out
 
 
 def _versions() -> dict:
@@ -83,9 +114,11 @@ def _run_chunk(backend, stage: Stage, chunk: list, bar) -> list[dict]:
     raise ValueError(stage.kind)
 
 
-def execute(plan: Plan, backend, backend_cfg: BackendConfig, partial: Path, progress: bool
+def execute(plan: Plan, backend, backend_cfg: BackendConfig, partial: Path, progress: bool,
+            too_long: str = "error", counts: dict | None = None
             ) -> tuple[pd.DataFrame, dict, dict]:
     """Run every stage, resuming from checkpoints; returns (outputs, prompts, timings)."""
+    counts = {} if counts is None else counts
     partial.mkdir(parents=True, exist_ok=True)
     frames: list[pd.DataFrame] = []
     prompts: dict[str, str] = {}
@@ -95,6 +128,7 @@ def execute(plan: Plan, backend, backend_cfg: BackendConfig, partial: Path, prog
         if stage.build is not None:
             requests = stage.build(pd.concat(frames, ignore_index=True) if frames
                                    else pd.DataFrame())
+        requests = fit_to_context(requests, backend, too_long, plan.shorten, counts)
         for r in requests:
             text = request_text(r)
             prompts[prompt_id(text)] = text
@@ -166,7 +200,9 @@ def run_eval(cfg: EvalConfig, backend_cfg: BackendConfig, plan: Plan, method_cfg
     out = Path(cfg.out)
     partial = out.with_name(f".{out.name}.partial")
     start = time.perf_counter()
-    outputs, prompts, timings = execute(plan, backend, backend_cfg, partial, cfg.progress)
+    counts: dict = {}
+    outputs, prompts, timings = execute(plan, backend, backend_cfg, partial, cfg.progress,
+                                        cfg.too_long, counts)
     model_cfg = backend.model.config
     run = {
         "method": plan.method,
@@ -178,7 +214,7 @@ def run_eval(cfg: EvalConfig, backend_cfg: BackendConfig, plan: Plan, method_cfg
                   "parameters": int(sum(p.numel() for p in backend.model.parameters())),
                   "device": backend.device, "dtype": str(next(backend.model.parameters()).dtype)},
         "dataset": dataset_info,
-        "plan": plan.info,
+        "plan": plan.info | {"too_long": counts},
         "versions": _versions(),
         "timings_s": timings | {"total": round(time.perf_counter() - start, 3)},
         "tokens": {"computed": backend.tokens_computed, "full_sequence": backend.tokens_full},

@@ -67,14 +67,17 @@ def causal_model(tokenizer, *, layers: int = 2, width: int = 64, heads: int = 4,
 
 
 def masked_model(tokenizer, *, layers: int = 2, width: int = 64, heads: int = 4,
-                 max_positions: int = 512, seed: int = 0):
+                 max_positions: int = 512, seed: int = 0, dropout: float = 0.1):
+    """A randomly initialised BERT. The planted models use ``dropout=0``: they are meant to
+    memorise, and dropout slows that down several times on data this small."""
     import torch
     from transformers import BertConfig, BertForMaskedLM
     torch.manual_seed(seed)
     return BertForMaskedLM(BertConfig(
         vocab_size=len(tokenizer), hidden_size=width, num_hidden_layers=layers,
         num_attention_heads=heads, intermediate_size=4 * width,
-        max_position_embeddings=max_positions, pad_token_id=tokenizer.pad_token_id))
+        max_position_embeddings=max_positions, pad_token_id=tokenizer.pad_token_id,
+        hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout))
 
 
 def save(model, tokenizer, folder: str | Path) -> Path:

@@ -26,6 +26,9 @@ class Plan:
     method: str
     stages: list[Stage]
     info: dict = field(default_factory=dict)    # counts the probe wants in run.json
+    # Drop the first in-context example of a request (None when it has none left); lets the
+    # runner fit over-long prompts into the model's context with --too-long truncate.
+    shorten: Callable | None = None
 
     def first_prompts(self, n: int = 3) -> list[str]:
         out = []

@@ -12,16 +12,17 @@ import pandas as pd
 
 
 def _statements(known: pd.DataFrame, forms: dict, epoch: int) -> list[tuple[str, str, str]]:
-    """(text before the object, object, text after) for each known fact and epoch."""
+    """(text before the object, object, text after): every known fact in every form of its
+    relation (statements and questions followed by the answer)."""
     from builders.template_files import fill
     out = []
     for rel, g in known.groupby("relation_id", sort=True):
         statements, questions = forms[rel]
         templates = statements + [q + " [Y]." for q in questions]
-        for n, (x, y) in enumerate(zip(g["subject"], g["object"])):
-            t = fill(templates[(epoch + n) % len(templates)], x)
-            head, _, tail = t.partition("[Y]")
-            out.append((head, y, tail))
+        for x, y in zip(g["subject"], g["object"]):
+            for t in templates:
+                head, _, tail = fill(t, x).partition("[Y]")
+                out.append((head, y, tail))
     return out
 
 
@@ -37,7 +38,7 @@ def train_masked(facts: pd.DataFrame, known: pd.DataFrame, forms: dict, cfg):
     tokenizer = train_tokenizer(texts + names, vocab_size=cfg.vocab_size, masked=True)
     tokenizer.add_tokens(sorted({o for o in facts["object"] if " " not in o}))
     model = masked_model(tokenizer, layers=cfg.layers, width=cfg.width, heads=cfg.heads,
-                         seed=cfg.seed)
+                         seed=cfg.seed, dropout=0.0)
     model.resize_token_embeddings(len(tokenizer))
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01)
     mask_id, pad_id = tokenizer.mask_token_id, tokenizer.pad_token_id
@@ -53,11 +54,11 @@ def train_masked(facts: pd.DataFrame, known: pd.DataFrame, forms: dict, cfg):
             t = tokenizer(tail, add_special_tokens=False)["input_ids"]
             ids = [tokenizer.cls_token_id] + h + o + t + [tokenizer.sep_token_id]
             target = [i in range(1 + len(h), 1 + len(h) + len(o)) or
-                      (ids[i] not in specials and rng.random() < 0.15) for i in range(len(ids))]
+                      (ids[i] not in specials and rng.random() < 0.05) for i in range(len(ids))]
             rows.append((ids, target))
         order = rng.permutation(len(rows))
         rows = [rows[i] for i in order]
-        bs = cfg.batch_size * 8  # short sentences: more of them per step
+        bs = cfg.batch_size * 16  # short sentences: more of them per step
         for i in range(0, len(rows), bs):
             chunk = rows[i:i + bs]
             width = max(len(r[0]) for r in chunk)

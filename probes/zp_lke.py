@@ -162,7 +162,24 @@ def plan(facts: pd.DataFrame, cfg: ZPLKEConfig) -> Plan:
     if pos:
         stages.append(Stage("position", "score", pos))
     return Plan("zp-lke", stages, {"requests_per_stage": {st.name: len(st.requests)
-                                                          for st in stages}})
+                                                          for st in stages}},
+                shorten=lambda r: drop_first_example(r, " , " if cfg.compat else cfg.sep_pair))
+
+
+def drop_first_example(request, sep: str):
+    """The request with its first in-context example removed, or None if it has none.
+
+    >>> from probes.requests import ScoreRequest
+    >>> drop_first_example(ScoreRequest("a 1, b 2, c", (" 3",)), ", ").context
+    'b 2, c'
+    """
+    import dataclasses
+    text = request.context if hasattr(request, "context") else request.prompt
+    head, found, rest = text.partition(sep)
+    if not found or not rest:
+        return None
+    field = "context" if hasattr(request, "context") else "prompt"
+    return dataclasses.replace(request, **{field: rest})
 
 
 def _position_requests(rel_facts, relation, cfg, pool, answers) -> list[ScoreRequest]:

@@ -1,1 +1,20 @@
-"""Metrics: small pure functions over outputs tables (see each function's doctest)."""
+"""Metrics: small pure functions over outputs tables (see each function's doctest and
+docs/metrics/). Each method's full set, as written to ``metrics.json``, is in :mod:`.suite`."""
+from .belief import (acc1_fluctuation, bias_level, consistency, coverage, covered_units,
+                     overconfidence, sharing_rate)
+from .belief_icl import one_word_rate, sample_confidence
+from .monitor import fact_distances, frame_accuracy, monitor_score
+from .stats import auroc, bootstrap, paired_test
+from .suite import (MetricsOptions, belief_icl_metrics, belief_metrics, compute,
+                    monitor_metrics, prompt_metrics, zp_lke_metrics)
+from .validity import validity
+from .zp_lke import (accuracy_at_k, mc_accuracy, mc_predictions, probability_mass,
+                     response_accuracy, subsumption_matrix, subsumption_rate)
+
+__all__ = ["acc1_fluctuation", "accuracy_at_k", "auroc", "belief_icl_metrics", "belief_metrics",
+           "bias_level", "bootstrap", "compute", "consistency", "coverage", "covered_units",
+           "fact_distances", "frame_accuracy", "mc_accuracy", "mc_predictions",
+           "MetricsOptions", "monitor_metrics", "monitor_score", "one_word_rate",
+           "overconfidence", "paired_test", "probability_mass", "prompt_metrics",
+           "response_accuracy", "sample_confidence", "sharing_rate", "subsumption_matrix",
+           "subsumption_rate", "validity", "zp_lke_metrics"]

@@ -1,15 +1,26 @@
-"""BELIEF and BELIEF-ICL: per-prompt correctness (the full metric set builds on these rows)."""
+"""BELIEF metrics (Zhao et al., Sec. 2, 6, 7), shared by BELIEF-ICL: Acc@1 with its
+fluctuation, Consist, Overconf with the calibration curve, bias level, Average / Maximum /
+Oracle coverage and the knowledge sharing rate.
+
+The unit is the subject-relation *pair* (key ``fact_id``: the pair's first fact); each pair
+has prompts P_t (templates x subject names). Every function takes per-prompt rows with
+``relation_id``, ``fact_id``, ``template_id``, a 0/1 ``correct`` and, where it needs them,
+``prediction`` and ``confidence``.
+"""
 from __future__ import annotations
 
 import math
+from typing import Callable
 
+import numpy as np
 import pandas as pd
 
+from .stats import BLOCK, _interval, rnd, stratum_seed, summarise
 from .text import normalise
 
 
 def mask_correct(top_token: str, gold_names) -> bool:
-    """A masked LM's top-1 token is correct if it is one of the gold names.
+    """A masked LM's top-1 token is correct if it is one of the gold names (normalised).
 
     >>> mask_correct("Paris", ["Paris", "City of Light"]), mask_correct("##is", ["Paris"])
     (True, False)
@@ -19,29 +30,352 @@ def mask_correct(top_token: str, gold_names) -> bool:
 
 
 def answerable(candidate_probs) -> bool:
-    """Whether any gold name is a single token of the model (the paper skips pairs otherwise)."""
-    return any(not math.isnan(p) for p in candidate_probs)
+    """Whether any gold name is a single token of the model (the paper skips pairs otherwise).
 
-
-def icl_correct(output: str, gold_names) -> bool:
-    """The greedy output names a gold object: every word of a gold name occurs in it.
-
-    >>> icl_correct(" Paris.", ["Paris"]), icl_correct(" It is Rome", ["Paris"])
+    >>> answerable([float("nan"), 0.2]), answerable([float("nan")])
     (True, False)
     """
-    words = set(normalise(output).split())
-    return any(set(normalise(g).split()) <= words and normalise(g) for g in gold_names)
+    return any(not math.isnan(p) for p in np.asarray(candidate_probs, dtype=float))
 
 
 def belief_rows(outputs: pd.DataFrame) -> pd.DataFrame:
+    """The ``prompts`` rows of a BELIEF run whose pair has a single-token gold name, with
+    ``prediction`` (the top-1 token), ``confidence`` (its probability), ``correct`` and
+    ``gold_prob`` (the summed probability of the pair's single-token gold names).
+
+    >>> out = pd.DataFrame({"stage": ["prompts"] * 2, "relation_id": ["r"] * 2,
+    ...     "fact_id": ["a", "b"], "template_id": ["t"] * 2, "gold_names": [["Paris"], ["Oslo"]],
+    ...     "top_tokens": [["Paris", "Rome"], ["Bergen"]], "top_probs": [[0.6, 0.3], [0.5]],
+    ...     "candidate_probs": [[0.6], [float("nan")]]})
+    >>> cols = ["fact_id", "prediction", "confidence", "correct", "gold_prob"]
+    >>> belief_rows(out)[cols].to_dict("records")
+    [{'fact_id': 'a', 'prediction': 'Paris', 'confidence': 0.6, 'correct': 1.0, 'gold_prob': 0.6}]
+    """
     rows = outputs[outputs["stage"] == "prompts"]
-    ok = rows["candidate_probs"].map(answerable)
+    cands = [np.asarray(c, dtype=float) for c in rows["candidate_probs"]]
+    ok = np.array([bool((~np.isnan(c)).any()) for c in cands], dtype=bool)
     rows = rows[ok]
-    return rows.assign(correct=[mask_correct(t[0], g) for t, g in
-                                zip(rows["top_tokens"], rows["gold_names"])])
+    cands = [c for c, k in zip(cands, ok) if k]
+    gold_norm = {}
+    correct = []
+    preds = []
+    for toks, golds in zip(rows["top_tokens"], rows["gold_names"]):
+        top = str(toks[0]) if len(toks) else ""
+        preds.append(top)
+        key = tuple(golds)
+        g = gold_norm.get(key)
+        if g is None:
+            g = gold_norm[key] = {normalise(x) for x in golds} - {""}
+        correct.append(float(normalise(top) in g) if top else 0.0)
+    conf = [float(p[0]) if len(p) else float("nan") for p in rows["top_probs"]]
+    return rows.assign(prediction=preds, confidence=conf, correct=correct,
+                       gold_prob=[float(np.nansum(c)) for c in cands])
 
 
-def icl_rows(outputs: pd.DataFrame) -> pd.DataFrame:
-    rows = outputs[outputs["stage"] == "greedy"]
-    return rows.assign(correct=[icl_correct(t, g) for t, g in
-                                zip(rows["text"], rows["gold_names"])])
+def pair_accuracy(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per pair: its prompts' accuracy (the chance that one random prompt is right), prompt
+    count and correct count.
+
+    >>> r = pd.DataFrame({"relation_id": ["r"] * 3, "fact_id": ["a", "a", "b"],
+    ...                   "correct": [1.0, 0.0, 1.0]})
+    >>> pair_accuracy(r).to_dict("records")
+    [{'relation_id': 'r', 'fact_id': 'a', 'prompts': 2, 'hits': 1, 'correct': 0.5}, {'relation_id': 'r', 'fact_id': 'b', 'prompts': 1, 'hits': 1, 'correct': 1.0}]
+    """
+    g = rows.groupby(["relation_id", "fact_id"], sort=True)["correct"]
+    out = pd.DataFrame({"prompts": g.size(), "hits": g.sum().round().astype(int)}).reset_index()
+    return out.assign(correct=out["hits"] / out["prompts"])
+
+
+def acc1_fluctuation(rows: pd.DataFrame, *, samplings: int = 50_000, seed: int = 0) -> dict:
+    """Acc@1 over ``samplings`` draws of one random prompt per pair: mean, standard deviation
+    (population), range (max - min), min and max, and the exact expectation.
+
+    Vectorised: in one draw, the pairs whose share of correct prompts is k/m (as a reduced
+    fraction; pairs with k = 0 or k = m are fixed) contribute a Binomial(count, k/m) number
+    of correct answers, exactly the distribution of drawing one prompt per pair;
+    ``numpy.random.default_rng(seed)`` draws one binomial array of ``samplings`` per such
+    group, groups in sorted (k, m) order. Cost: samplings x groups, not samplings x pairs.
+
+    >>> r = pd.DataFrame({"relation_id": ["r"] * 4, "fact_id": ["a", "a", "b", "c"],
+    ...                   "correct": [1.0, 0.0, 1.0, 0.0]})
+    >>> f = acc1_fluctuation(r, samplings=2000)
+    >>> f["expected"], f["min"], f["max"], abs(f["mean"] - 0.5) < 0.02
+    (0.5, 0.3333, 0.6667, True)
+    """
+    pairs = pair_accuracy(rows)
+    T = len(pairs)
+    if T == 0 or samplings <= 0:
+        return {"mean": None, "std": None, "range": None, "min": None, "max": None,
+                "expected": None, "samplings": int(samplings), "pairs": int(T)}
+    k = pairs["hits"].to_numpy()
+    m = pairs["prompts"].to_numpy()
+    fixed = int((k == m).sum())                       # always right
+    mixed = (k > 0) & (k < m)
+    g = np.gcd(k[mixed], m[mixed])                    # 2 of 4 and 1 of 2: the same chance
+    counts = pd.Series(1, index=pd.MultiIndex.from_arrays([k[mixed] // g, m[mixed] // g])
+                       ).groupby(level=[0, 1]).sum().sort_index()
+    rng = np.random.default_rng(int(seed))
+    hits = np.full(samplings, fixed, dtype=np.int64)
+    for (kk, mm), n in counts.items():
+        hits += rng.binomial(int(n), kk / mm, size=samplings)
+    acc = hits / T
+    return {"mean": rnd(acc.mean()), "std": rnd(acc.std()), "range": rnd(acc.max() - acc.min()),
+            "min": rnd(acc.min()), "max": rnd(acc.max()), "expected": rnd((k / m).mean()),
+            "samplings": int(samplings), "pairs": int(T)}
+
+
+def _pair_consistency(preds: list, counts: list[int], same: Callable | None) -> float:
+    m = sum(counts)
+    if m < 2:
+        return float("nan")
+    agree = 0.0
+    for i, (p, c) in enumerate(zip(preds, counts)):
+        if same is None or same(p, p):
+            agree += c * (c - 1) / 2
+        if same is not None:
+            for q, d in zip(preds[i + 1:], counts[i + 1:]):
+                if same(p, q):
+                    agree += c * d
+    return agree / (m * (m - 1) / 2)
+
+
+def consistency(rows: pd.DataFrame, *, same: Callable | None = None) -> pd.DataFrame:
+    """Per pair: the share of its prompt pairs (i < j) whose predictions agree, the summand
+    of Consist. Agreement is string equality of ``prediction`` unless ``same(a, b)`` is
+    given (BELIEF-ICL: two-directional lemma match). Pairs with one prompt are left out.
+
+    >>> r = pd.DataFrame({"relation_id": ["r"] * 4, "fact_id": ["a", "a", "a", "b"],
+    ...                   "prediction": ["x", "x", "y", "z"]})
+    >>> consistency(r).round(4)[["fact_id", "consist"]].to_dict("records")
+    [{'fact_id': 'a', 'consist': 0.3333}]
+    """
+    counted = rows.groupby(["relation_id", "fact_id", "prediction"], sort=True).size()
+    if same is None:                                  # equality: sum_v C(c_v, 2) / C(m, 2)
+        c = counted.astype(float)
+        agree = (c * (c - 1) / 2).groupby(level=[0, 1], sort=True).sum()
+        m = c.groupby(level=[0, 1], sort=True).sum()
+        frame = pd.DataFrame({"agree": agree, "m": m}).reset_index()
+        frame = frame[frame["m"] >= 2]
+        return pd.DataFrame({"relation_id": frame["relation_id"].to_numpy(),
+                             "fact_id": frame["fact_id"].to_numpy(),
+                             "consist": (frame["agree"] / (frame["m"] * (frame["m"] - 1) / 2)
+                                         ).to_numpy(dtype=float)})
+    out = []
+    for (rel, fid), g in counted.groupby(level=[0, 1], sort=True):
+        value = _pair_consistency(list(g.index.get_level_values(2)), g.tolist(), same)
+        if not math.isnan(value):
+            out.append({"relation_id": rel, "fact_id": fid, "consist": round(value, 10)})
+    return pd.DataFrame(out, columns=["relation_id", "fact_id", "consist"])
+
+
+def overconfidence(confidence, correct, *, bins: int = 10, order=None) -> dict:
+    """Overconf: prompts sorted by confidence (descending; ties by ``order``), cut into
+    ``bins`` equal-size bins (``numpy.array_split``: sizes differ by at most one, empty bins
+    dropped); the mean over bins of (mean confidence - accuracy). Negative: under-confident.
+    Also the calibration curve, one row per bin.
+
+    >>> o = overconfidence([0.9, 0.8, 0.3, 0.2], [1, 0, 0, 0], bins=2)
+    >>> o["value"], o["calibration"]["01"], o["calibration"]["02"]["accuracy"]
+    (0.3, {'accuracy': 0.5, 'confidence': 0.85, 'n': 2}, 0.0)
+    """
+    conf = np.asarray(confidence, dtype=float)
+    corr = np.asarray(correct, dtype=float)
+    keep = ~np.isnan(conf) & ~np.isnan(corr)
+    conf, corr = conf[keep], corr[keep]
+    order = np.arange(len(keep))[keep] if order is None else np.asarray(order)[keep]
+    if len(conf) == 0:
+        return {"value": None, "bins": int(bins), "n": 0, "calibration": {}}
+    idx = np.lexsort((order, -conf))
+    curve = {}
+    gaps = []
+    for b, part in enumerate(np.array_split(idx, bins)):
+        if len(part) == 0:
+            continue
+        c, a = conf[part].mean(), corr[part].mean()
+        gaps.append(c - a)
+        curve[f"{b + 1:02d}"] = {"accuracy": rnd(a), "confidence": rnd(c), "n": int(len(part))}
+    return {"value": rnd(np.mean(gaps)), "bins": int(bins), "n": int(len(conf)),
+            "calibration": curve}
+
+
+def _entropy_bias(p: np.ndarray) -> float:
+    """1 - H(p) / H_max for a distribution over K >= 2 candidates."""
+    k = len(p)
+    if k < 2:
+        return float("nan")
+    nz = p[p > 0]
+    h = -(nz * np.log(nz)).sum()
+    return float(1 - h / math.log(k))
+
+
+def bias_level(content_free: pd.DataFrame) -> dict:
+    """Bias level (Sec. 6) from content-free prompts ("N/A", "", "?" in place of the subject):
+    per template, each input's probabilities over the relation's single-token candidate
+    objects (NaN ones dropped, the same set for every template of the relation) are
+    renormalised and averaged over the inputs; bias = 1 - H / H_max (H_max = log K).
+    Single-prompt bias is the mean over templates, multi-prompt bias the bias of the
+    template-averaged distribution. Overall numbers average the relations.
+
+    >>> cf = pd.DataFrame({"relation_id": ["r"] * 2, "template_id": ["t1", "t2"],
+    ...     "candidate_probs": [[0.5, 0.0, float("nan")], [0.0, 0.5, float("nan")]]})
+    >>> b = bias_level(cf)
+    >>> b["single_prompt"], b["multi_prompt"], b["per_relation"]["r"]["candidates"]
+    (1.0, 0.0, 2)
+    """
+    per = {}
+    for rel, g in content_free.groupby("relation_id", sort=True):
+        probs = [np.asarray(c, dtype=float) for c in g["candidate_probs"]]
+        width = {len(p) for p in probs}
+        if len(width) != 1:
+            continue
+        valid = np.logical_and.reduce([~np.isnan(p) for p in probs])
+        k = int(valid.sum())
+        dists = {}
+        for tid, p in zip(g["template_id"], probs):
+            q = p[valid]
+            if k < 2 or q.sum() <= 0:
+                continue
+            dists.setdefault(tid, []).append(q / q.sum())
+        templates = {t: np.mean(v, axis=0) for t, v in sorted(dists.items())}
+        if not templates:
+            per[rel] = {"single_prompt": None, "multi_prompt": None, "templates": 0,
+                        "candidates": k}
+            continue
+        single = float(np.mean([_entropy_bias(d) for d in templates.values()]))
+        multi = _entropy_bias(np.mean(list(templates.values()), axis=0))
+        per[rel] = {"single_prompt": rnd(single), "multi_prompt": rnd(multi),
+                    "templates": len(templates), "candidates": k}
+    singles = [v["single_prompt"] for v in per.values() if v["single_prompt"] is not None]
+    multis = [v["multi_prompt"] for v in per.values() if v["multi_prompt"] is not None]
+    return {"single_prompt": rnd(np.mean(singles)) if singles else None,
+            "multi_prompt": rnd(np.mean(multis)) if multis else None,
+            "relations": len(singles), "per_relation": per}
+
+
+def _template_matrix(rows: pd.DataFrame, rel: str):
+    g = rows[rows["relation_id"] == rel]
+    a = g.groupby(["fact_id", "template_id"], sort=True)["correct"].mean().unstack("template_id")
+    return a.to_numpy(dtype=float)
+
+
+def coverage(rows: pd.DataFrame, *, resamples: int = 1000, seed: int = 0) -> dict:
+    """Knowledge coverage (Sec. 7), with a(t, tau) = accuracy of pair t's prompts that use
+    template tau (over its subject names):
+
+    - Average: the mean over templates of a(t, tau), averaged over pairs;
+    - Maximum: per relation the best template's mean a(., tau), pair-weighted over relations;
+    - Oracle: the share of pairs with at least one correct prompt.
+
+    >>> r = pd.DataFrame({"relation_id": ["r"] * 4, "fact_id": ["a", "a", "b", "b"],
+    ...                   "template_id": ["t1", "t2"] * 2, "correct": [1.0, 0.0, 0.0, 0.0]})
+    >>> c = coverage(r, resamples=0)
+    >>> c["average"]["value"], c["maximum"]["value"], c["oracle"]["value"]
+    (0.25, 0.5, 0.5)
+    """
+    per_pair = rows.groupby(["relation_id", "fact_id", "template_id"], sort=True)[
+        "correct"].mean().reset_index()
+    avg = per_pair.groupby(["relation_id", "fact_id"], sort=True)["correct"].mean().reset_index()
+    oracle = rows.groupby(["relation_id", "fact_id"], sort=True)["correct"].max().reset_index()
+    out = {"average": summarise(avg, resamples=resamples, seed=seed),
+           "oracle": summarise(oracle, resamples=resamples, seed=seed)}
+    # Maximum: template chosen per relation, so resample pairs and re-choose.
+    per_rel, boot_num, n_total = {}, [], 0
+    best_templates = {}
+    for rel in sorted(rows["relation_id"].unique()):
+        a = _template_matrix(rows, rel)
+        n = a.shape[0]
+        filled = np.nan_to_num(a)
+        present = (~np.isnan(a)).astype(float)
+        col = filled.sum(0) / np.maximum(present.sum(0), 1)
+        col[present.sum(0) == 0] = np.nan
+        best = float(np.nanmax(col))
+        tids = sorted(rows.loc[rows["relation_id"] == rel, "template_id"].unique())
+        best_templates[rel] = tids[int(np.nanargmax(col))]
+        boots = np.empty(0)
+        if resamples:
+            rng = stratum_seed(seed, rel)
+            boots = np.empty(resamples)
+            done = 0
+            while done < resamples:
+                block = min(BLOCK, resamples - done)
+                idx = rng.integers(0, n, size=(block, n))
+                counts = np.stack([np.bincount(i, minlength=n) for i in idx]).astype(float)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    means = (counts @ filled) / (counts @ present)
+                boots[done:done + block] = np.nanmax(means, axis=1)
+                done += block
+        lo, hi = _interval(boots, 0.95) if resamples else (float("nan"),) * 2
+        per_rel[rel] = {"value": rnd(best), "ci_low": rnd(lo), "ci_high": rnd(hi), "n": n}
+        boot_num.append((n, best, boots))
+        n_total += n
+    value = sum(n * b for n, b, _ in boot_num) / n_total if n_total else float("nan")
+    macro = float(np.mean([b for _, b, _ in boot_num])) if boot_num else float("nan")
+    if resamples and boot_num:
+        micro_b = sum(n * bs for n, _, bs in boot_num) / n_total
+        macro_b = np.mean([bs for _, _, bs in boot_num], axis=0)
+        lo, hi = _interval(micro_b, 0.95)
+        mlo, mhi = _interval(macro_b, 0.95)
+    else:
+        lo = hi = mlo = mhi = float("nan")
+    out["maximum"] = {"value": rnd(value), "ci_low": rnd(lo), "ci_high": rnd(hi),
+                      "macro": rnd(macro), "macro_ci_low": rnd(mlo), "macro_ci_high": rnd(mhi),
+                      "n": int(n_total), "per_relation": per_rel,
+                      "best_template": best_templates}
+    return out
+
+
+def covered_units(rows: pd.DataFrame) -> set:
+    """The (fact_id, template_id, subject_name) prompts a run answers correctly: the units of
+    the knowledge sharing rate.
+
+    >>> r = pd.DataFrame({"fact_id": ["a", "a"], "template_id": ["t1", "t2"],
+    ...                   "subject_name": ["X", "X"], "correct": [1.0, 0.0]})
+    >>> covered_units(r)
+    {('a', 't1', 'X')}
+    """
+    hit = rows[rows["correct"] > 0.5]
+    return set(zip(hit["fact_id"], hit["template_id"], hit["subject_name"]))
+
+
+def sharing_rate(covered_a, covered_b) -> float:
+    """Knowledge sharing rate of A with B (Sec. 7, Fig. 2): |covered(A) and covered(B)| /
+    |covered(A)| (NaN when A covers nothing).
+
+    >>> sharing_rate({1, 2, 3, 4}, {2, 3, 9})
+    0.5
+    """
+    a, b = set(covered_a), set(covered_b)
+    return len(a & b) / len(a) if a else float("nan")
+
+
+def belief_summary(rows: pd.DataFrame, *, resamples: int = 1000, seed: int = 0,
+                   samplings: int = 50_000, bins: int = 10, same: Callable | None = None,
+                   confidence: pd.DataFrame | None = None) -> dict:
+    """The BELIEF metric set over per-prompt rows (see the module docstring)."""
+    pairs = pair_accuracy(rows)
+    out = {"prompts": int(len(rows)), "pairs": int(len(pairs)),
+           "accuracy": summarise(pairs, resamples=resamples, seed=seed),
+           "acc1_fluctuation": acc1_fluctuation(rows, samplings=samplings, seed=seed)}
+    cons = consistency(rows, same=same)
+    out["consistency"] = summarise(cons, "consist", resamples=resamples, seed=seed) \
+        if len(cons) else {"value": None, "n": 0}
+    conf = rows if confidence is None else confidence
+    if len(conf):
+        out["overconfidence"] = overconfidence(conf["confidence"], conf["correct"], bins=bins,
+                                               order=_order(conf))
+    out["coverage"] = coverage(rows, resamples=resamples, seed=seed)
+    return out
+
+
+def _order(rows: pd.DataFrame) -> np.ndarray:
+    """A deterministic tie-break for sorting by confidence: the rank of (prompt_id, fact_id)."""
+    keys = [k for k in ("prompt_id", "fact_id", "template_id", "subject_name")
+            if k in rows.columns]
+    ranked = rows[keys].astype(str).apply(lambda r: "\x1f".join(r), axis=1) if keys \
+        else pd.Series(np.arange(len(rows)).astype(str))
+    return ranked.rank(method="first").to_numpy()
+
+
+__all__ = ["mask_correct", "answerable", "belief_rows", "pair_accuracy", "acc1_fluctuation",
+           "consistency", "overconfidence", "bias_level", "coverage", "covered_units",
+           "sharing_rate", "belief_summary"]

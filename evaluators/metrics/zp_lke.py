@@ -1,12 +1,21 @@
-"""ZP-LKE metrics: multiple-choice accuracy, probability mass, response accuracy."""
+"""ZP-LKE and prompt-baseline metrics (Wu et al., Sec. 4 and App. D): multiple-choice accuracy,
+gold probability mass, response accuracy, Accuracy@K and the subsumption rate.
+
+A *question* is one fact under one draw of examples (``seed``), one example count
+(``n_examples``) and, for the prompt baselines, one ``template_id``. Per-fact numbers average
+the fact's questions over seeds (and templates); intervals resample facts.
+"""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from builders.errors import UserError
+
+from .stats import rnd, summarise
 from .text import contains_answer
 
-QUESTION_KEYS = ["relation_id", "fact_id", "seed", "n_examples"]
+QUESTION_KEYS = ["relation_id", "fact_id", "seed", "n_examples", "template_id"]
 
 
 def _keys(df: pd.DataFrame) -> list[str]:
@@ -14,11 +23,12 @@ def _keys(df: pd.DataFrame) -> list[str]:
 
 
 def mc_predictions(scores: pd.DataFrame, *, ties_against_gold: bool = False) -> pd.DataFrame:
-    """One row per question: whether the gold has the highest log-probability, and the gold's
-    probability normalised over the choices.
+    """One row per question: whether the gold has the highest log-probability, the gold's
+    probability normalised over the choices (``gold_prob``) and the top choice's
+    (``top_prob``).
 
     Ties go to the lowest option index, or, with ``ties_against_gold`` (the authors' code),
-    count as wrong.
+    count as wrong. A question without exactly one gold option is a user error.
 
     >>> df = pd.DataFrame({"relation_id": ["r"] * 6, "fact_id": ["a"] * 3 + ["b"] * 3,
     ...     "option": [0, 1, 2] * 2, "is_gold": [True, False, False, False, True, False],
@@ -29,48 +39,208 @@ def mc_predictions(scores: pd.DataFrame, *, ties_against_gold: bool = False) -> 
     False
     """
     keys = _keys(scores)
-    df = scores.sort_values(keys + ["option"], kind="stable")
+    if scores.empty:
+        return pd.DataFrame(columns=keys + ["correct", "gold_prob", "top_prob", "options"])
+    df = scores.sort_values(keys + ["option"], kind="stable").reset_index(drop=True)
     lp = df["logprob"].to_numpy(dtype=np.float64)
-    grp = df.groupby(keys, sort=False)
-    mx = grp["logprob"].transform("max").to_numpy()
-    norm = np.exp(lp - mx)
-    share = norm / pd.Series(norm, index=df.index).groupby([df[k] for k in keys]).transform(
-        "sum").to_numpy()
-    df = df.assign(_p=share, _is_max=lp == mx)
-    out = []
-    for key, g in df.groupby(keys, sort=False):
-        gold = g[g["is_gold"]]
-        if len(gold) != 1:
-            raise ValueError(f"question {key} has {len(gold)} gold options")
-        best = g[g["_is_max"]]
-        if ties_against_gold:
-            correct = bool(gold["_is_max"].iloc[0]) and len(best) == 1
+    if np.isnan(lp).any():
+        raise UserError(f"{int(np.isnan(lp).sum())} multiple-choice rows have no log-probability;"
+                        f" the run is incomplete: rerun 'factprobe eval'")
+    gold = df["is_gold"].fillna(False).astype(bool).to_numpy()
+    q = df.groupby(keys, sort=False).ngroup().to_numpy()
+    nq = int(q.max()) + 1
+    golds = np.bincount(q, weights=gold, minlength=nq)
+    if (golds != 1).any():
+        bad = int(np.flatnonzero(golds != 1)[0])
+        row = df.loc[np.flatnonzero(q == bad)[0], keys].to_dict()
+        raise UserError(f"multiple-choice question {row} has {int(golds[bad])} gold options "
+                        f"(exactly one expected): outputs.parquet is incomplete or mixes runs")
+    mx = np.full(nq, -np.inf)
+    np.maximum.at(mx, q, lp)
+    is_max = lp == mx[q]
+    z = np.bincount(q, weights=np.exp(lp - mx[q]), minlength=nq)
+    n_max = np.bincount(q, weights=is_max, minlength=nq)
+    gold_lp = np.zeros(nq)
+    gold_lp[q[gold]] = lp[gold]
+    first_max = np.full(nq, -1)
+    rows = np.flatnonzero(is_max)
+    first_max[q[rows[::-1]]] = rows[::-1]             # the lowest row index wins
+    gold_is_max = gold_lp == mx
+    if ties_against_gold:
+        correct = gold_is_max & (n_max == 1)
+    else:
+        correct = gold[first_max]
+    first = df.groupby(keys, sort=False).head(1)[keys].reset_index(drop=True)
+    return first.assign(correct=correct, gold_prob=np.exp(gold_lp - mx) / z, top_prob=1.0 / z,
+                        options=np.bincount(q, minlength=nq).astype(int))
+
+
+def per_fact(preds: pd.DataFrame, columns=("correct", "gold_prob")) -> pd.DataFrame:
+    """Average each fact's questions (seeds, templates) at each example count.
+
+    >>> p = pd.DataFrame({"relation_id": ["r"] * 3, "fact_id": ["a", "a", "b"], "seed": [0, 1, 0],
+    ...                   "n_examples": [5] * 3, "correct": [True, False, True]})
+    >>> per_fact(p, ["correct"])[["fact_id", "correct"]].to_dict("records")
+    [{'fact_id': 'a', 'correct': 0.5}, {'fact_id': 'b', 'correct': 1.0}]
+    """
+    keys = [k for k in ("relation_id", "fact_id", "n_examples") if k in preds.columns]
+    cols = list(columns)
+    return preds.assign(**{c: preds[c].astype(float) for c in cols}).groupby(
+        keys, sort=True, as_index=False)[cols].mean()
+
+
+def main_n(preds: pd.DataFrame) -> pd.DataFrame:
+    """Questions at the largest example count (the headline setting)."""
+    if "n_examples" not in preds.columns or preds.empty:
+        return preds
+    return preds[preds["n_examples"] == preds["n_examples"].max()]
+
+
+def mc_accuracy(preds: pd.DataFrame, *, resamples: int = 1000, seed: int = 0) -> dict:
+    """Share of facts whose prediction is the gold (facts averaged over seeds), overall, macro
+    and per relation, with bootstrap intervals.
+
+    >>> p = pd.DataFrame({"relation_id": ["r", "r", "s"], "fact_id": ["a", "b", "c"],
+    ...                   "correct": [True, False, True], "gold_prob": [0.6, 0.2, 0.9]})
+    >>> m = mc_accuracy(p, resamples=0)
+    >>> m["value"], m["macro"], m["per_relation"]["r"]["value"]
+    (0.6667, 0.75, 0.5)
+    """
+    return summarise(per_fact(main_n(preds)), "correct", resamples=resamples, seed=seed)
+
+
+def probability_mass(preds: pd.DataFrame, *, resamples: int = 1000, seed: int = 0) -> dict:
+    """Mean probability of the gold, normalised over the choices.
+
+    >>> p = pd.DataFrame({"relation_id": ["r", "r", "s"], "fact_id": ["a", "b", "c"],
+    ...                   "correct": [True, False, True], "gold_prob": [0.6, 0.2, 0.9]})
+    >>> probability_mass(p, resamples=0)["value"]
+    0.5667
+    """
+    return summarise(per_fact(main_n(preds)), "gold_prob", resamples=resamples, seed=seed)
+
+
+def accuracy_by_n(preds: pd.DataFrame, *, resamples: int = 1000, seed: int = 0) -> dict:
+    """Multiple-choice accuracy at every example count (the paper's Fig. 3).
+
+    >>> p = pd.DataFrame({"relation_id": ["r"] * 4, "fact_id": ["a", "b"] * 2,
+    ...                   "n_examples": [1, 1, 10, 10], "correct": [False, True, True, True],
+    ...                   "gold_prob": [0.1] * 4})
+    >>> {n: v["value"] for n, v in accuracy_by_n(p, resamples=0).items()}
+    {'1': 0.5, '10': 1.0}
+    """
+    if "n_examples" not in preds.columns:
+        preds = preds.assign(n_examples=0)
+    facts = per_fact(preds)
+    return {str(int(n)): summarise(g, "correct", resamples=resamples, seed=seed,
+                                   per_relation=False)
+            for n, g in facts.groupby("n_examples", sort=True)}
+
+
+DEFAULT_K = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def accuracy_at_k(preds: pd.DataFrame, *, thresholds=DEFAULT_K, resamples: int = 1000,
+                  seed: int = 0) -> dict:
+    """Accuracy@K (App. D): accuracy over the questions whose top normalised probability is at
+    least K, with the share of questions kept.
+
+    >>> p = pd.DataFrame({"relation_id": ["r"] * 3, "fact_id": ["a", "b", "c"],
+    ...                   "correct": [True, False, True], "top_prob": [0.9, 0.5, 0.3]})
+    >>> r = accuracy_at_k(p, thresholds=(0.0, 0.5), resamples=0)
+    >>> r["0.0"]["value"], r["0.5"]["value"], r["0.5"]["share"]
+    (0.6667, 0.5, 0.6667)
+    """
+    preds = main_n(preds)
+    out = {}
+    for k in thresholds:
+        kept = preds[preds["top_prob"] >= k - 1e-12]
+        facts = per_fact(kept, ["correct"]) if len(kept) else kept
+        if len(facts):
+            est = summarise(facts, "correct", resamples=resamples, seed=seed,
+                            per_relation=False)
         else:
-            correct = bool(best["is_gold"].iloc[0])
-        out.append(dict(zip(keys, key if isinstance(key, tuple) else (key,)),
-                        correct=correct, gold_prob=float(gold["_p"].iloc[0]),
-                        top_prob=float(g["_p"].max())))
-    return pd.DataFrame(out)
+            est = {"value": None, "ci_low": None, "ci_high": None, "n": 0}
+        est["share"] = rnd(len(kept) / len(preds)) if len(preds) else None
+        out[f"{k:.1f}"] = {key: est[key] for key in ("value", "ci_low", "ci_high", "n", "share")}
+    return out
 
 
-def response_correct(generations: pd.DataFrame, gold: pd.Series) -> pd.Series:
-    """Whether each greedy output contains its fact's gold answer.
+def response_correct(generations: pd.DataFrame, gold: pd.Series | None = None) -> pd.Series:
+    """Whether each greedy output contains its fact's gold answer (normalised, on word
+    boundaries). The gold comes from the rows' ``gold`` column unless given by fact.
 
     >>> gens = pd.DataFrame({"fact_id": ["a", "b"], "text": [" 1879, Niels", " Paris"]})
     >>> response_correct(gens, pd.Series({"a": "1879", "b": "Rome"})).tolist()
     [True, False]
     """
-    return pd.Series([contains_answer(t, gold[f]) for f, t in
-                      zip(generations["fact_id"], generations["text"])], index=generations.index)
+    golds = generations["gold"] if gold is None else generations["fact_id"].map(gold)
+    return pd.Series([contains_answer(str(t or ""), str(g)) for g, t in
+                      zip(golds, generations["text"])], index=generations.index)
 
 
-def summarise(correct: pd.DataFrame, column: str = "correct") -> dict:
-    """Overall (micro) and per-relation mean of a 0/1 column, and the macro mean.
+def response_accuracy(generations: pd.DataFrame, *, resamples: int = 1000,
+                      seed: int = 0) -> dict:
+    """Share of facts whose greedy continuation contains the gold (averaged over seeds).
 
-    >>> summarise(pd.DataFrame({"relation_id": ["r", "r", "s"], "correct": [1, 0, 1]}))
-    {'overall': 0.6667, 'macro': 0.75, 'n': 3, 'per_relation': {'r': 0.5, 's': 1.0}}
+    >>> g = pd.DataFrame({"relation_id": ["r", "r"], "fact_id": ["a", "b"],
+    ...                   "gold": ["1879", "Paris"], "text": [" 1879, Niels", " Rome"]})
+    >>> response_accuracy(g, resamples=0)["value"]
+    0.5
     """
-    per = correct.groupby("relation_id")[column].mean()
-    return {"overall": round(float(correct[column].mean()), 4),
-            "macro": round(float(per.mean()), 4), "n": int(len(correct)),
-            "per_relation": {k: round(float(v), 4) for k, v in per.items()}}
+    rows = main_n(generations)
+    rows = rows.assign(correct=response_correct(rows).astype(float))
+    return summarise(per_fact(rows, ["correct"]), "correct", resamples=resamples, seed=seed)
+
+
+def known_facts(preds: pd.DataFrame) -> pd.Series:
+    """Per fact (index ``fact_id``): known when it is answered correctly under more than half
+    of its seeds at the largest example count (with one seed: when it is answered correctly).
+
+    >>> p = pd.DataFrame({"relation_id": ["r"] * 3, "fact_id": ["a", "a", "b"], "seed": [0, 1, 0],
+    ...                   "correct": [True, False, True], "gold_prob": [0.5] * 3})
+    >>> known_facts(p).to_dict()
+    {'a': False, 'b': True}
+    """
+    facts = per_fact(main_n(preds), ["correct"])
+    return pd.Series((facts["correct"] > 0.5).to_numpy(), index=facts["fact_id"].to_numpy())
+
+
+def subsumption_rate(known_a, known_b) -> float:
+    """eta(A | B) = |known(A) and known(B)| / |known(A)|: how much of what A knows B knows too
+    (NaN when A knows nothing).
+
+    >>> subsumption_rate({"a", "b"}, {"b", "c"}), subsumption_rate(set(), {"a"})
+    (0.5, nan)
+    """
+    a, b = set(known_a), set(known_b)
+    return len(a & b) / len(a) if a else float("nan")
+
+
+def subsumption_matrix(known: dict[str, set]) -> pd.DataFrame:
+    """eta(row | column) for every pair of runs.
+
+    >>> subsumption_matrix({"A": {"a", "b"}, "B": {"b"}}).round(2).to_dict()
+    {'A': {'A': 1.0, 'B': 1.0}, 'B': {'A': 0.5, 'B': 1.0}}
+    """
+    names = list(known)
+    return pd.DataFrame([[subsumption_rate(known[r], known[c]) for c in names] for r in names],
+                        index=names, columns=names)
+
+
+def position_probability(positions: pd.DataFrame) -> dict:
+    """Mean object probability inside one long sequence, at correct and at corrupted pairs
+    (Sec. 3), and per position.
+
+    >>> pos = pd.DataFrame({"position": [0, 1, 2], "logprob": [np.log(0.2), np.log(0.5),
+    ...                     np.log(0.1)], "is_gold": [True, True, False]})
+    >>> position_probability(pos)["mean_correct_examples"]
+    0.35
+    """
+    prob = np.exp(positions["logprob"].to_numpy(dtype=float))
+    gold = positions["is_gold"].fillna(False).astype(bool).to_numpy()
+    by_pos = pd.Series(prob).groupby(positions["position"].to_numpy()).mean()
+    return {"mean_correct_examples": rnd(prob[gold].mean()) if gold.any() else None,
+            "mean_corrupted_examples": rnd(prob[~gold].mean()) if (~gold).any() else None,
+            "per_position": {str(int(k)): rnd(v) for k, v in by_pos.items()}}
+

@@ -24,6 +24,7 @@ from builders.errors import UserError
 from ..requests import GenerateRequest, Generated, ScoreRequest, Scored
 from .config import BackendConfig
 from .packing import build_segment, make_batch, pack
+from .tokens import PairEncoder
 
 ROW_TOKENS = 256                      # target length of a packed row
 TOKENS_PER_ROW_OF_BATCH = {"cpu": 64, "cuda": 256}   # packed tokens per forward = batch x this
@@ -78,8 +79,10 @@ class HFCausal:
         self.tokens_computed = 0     # tokens actually fed to the model
         self.tokens_full = 0         # tokens a per-sequence approach would feed
         self.attended_keys = 0       # (token, key) pairs attended by scored tokens (FLOP counts)
+        self.logit_rows = 0          # positions whose logits scoring computed (FLOP counts)
         self._enc_cache: dict[str, list[int]] = {}
         self._keep_arg = "logits_to_keep" in inspect.signature(model.forward).parameters
+        self._pairs = PairEncoder(tokenizer, config.add_bos, self.prefix_token_id, self.encode)
         self._kind = "cuda" if str(device).startswith("cuda") else "cpu"
         vocab = int(getattr(mc, "vocab_size", 0) or len(tokenizer))
         self._max_logit_rows = max(1, LOGIT_BYTES[self._kind] // (vocab * 4))
@@ -102,17 +105,8 @@ class HFCausal:
 
     def encode_pairs(self, context: str, continuations: Sequence[str]
                      ) -> tuple[list[int], list[list[int]]]:
-        """``encode_pair`` for many continuations of one context, in one tokenizer call."""
-        if context == "":
-            return [self.prefix_token_id], [self.encode(c) for c in continuations]
-        n_spaces = len(context) - len(context.rstrip())
-        moved = context[len(context) - n_spaces:] if n_spaces else ""
-        context = context[:len(context) - n_spaces]
-        ctx = self.encode(context)
-        texts = [context + moved + c for c in continuations]
-        wholes = self.tok(texts, add_special_tokens=self.config.add_bos)["input_ids"] \
-            if texts else []
-        return ctx, [list(w[len(ctx):]) for w in wholes]
+        """``encode_pair`` for many continuations of one context."""
+        return self._pairs.encode([(context, tuple(continuations))])[0]
 
     def count_tokens(self, text: str) -> int:
         return len(self.encode(text))
@@ -125,9 +119,8 @@ class HFCausal:
         n = len(rows)
         width = max(len(r) for r in rows)
         lens = [len(r) for r in rows]
-        ids = torch.full((n, width), self.prefix_token_id or 0, dtype=torch.long)
-        for i, r in enumerate(rows):
-            ids[i, :len(r)] = torch.tensor(r, dtype=torch.long)
+        pad = self.prefix_token_id or 0
+        ids = torch.tensor([list(r) + [pad] * (width - len(r)) for r in rows], dtype=torch.long)
         mask = (torch.arange(width)[None, :] < torch.tensor(lens)[:, None]).long()
         ids, mask = ids.to(self.device), mask.to(self.device)
         start = past_mask.sum(dim=1, keepdim=True) if past_mask is not None else \
@@ -146,23 +139,6 @@ class HFCausal:
             logits = logits[:, 0] if self._keep_arg else logits[torch.arange(n), last]
         return logits, out.past_key_values, full_mask
 
-    def _select(self, cache, index: list[int]):
-        """A new cache holding the given batch rows (repeats allowed)."""
-        from transformers import DynamicCache
-        idx = self.torch.tensor(index, dtype=self.torch.long, device=self.device)
-        return DynamicCache(ddp_cache_data=[(layer.keys.index_select(0, idx),
-                                             layer.values.index_select(0, idx))
-                                            for layer in cache.layers])
-
-    def _expand(self, kv: list, rows: int):
-        """A cache whose every row is the shared prefix: views, no copy (the model's own
-        concatenation with the new tokens is the only copy)."""
-        from transformers import DynamicCache
-        cache = DynamicCache(ddp_cache_data=[(k[:, :, :0], v[:, :, :0]) for k, v in kv])
-        for layer, (k, v) in zip(cache.layers, kv):
-            layer.keys, layer.values = k.expand(rows, -1, -1, -1), v.expand(rows, -1, -1, -1)
-        return cache
-
     def _prefix(self, seqs: list[list[int]]):
         """Shared prefix of a group: (length, per-layer keys and values, mask); every sequence
         keeps >= 1 token of its own. No logits are needed here."""
@@ -179,6 +155,7 @@ class HFCausal:
                              use_cache=True, **kwargs)
         self.tokens_computed += p
         self.attended_keys += p * (p + 1) // 2
+        self.logit_rows += 1
         kv = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
         return p, kv, torch.ones((1, p), dtype=torch.long, device=self.device)
 
@@ -212,11 +189,13 @@ class HFCausal:
             self._score_group(requests, members, results, progress)
         return results  # type: ignore[return-value]
 
-    def _encode_request(self, r: ScoreRequest) -> tuple[list[int], list[list[int]]]:
-        if r.continuation_ids:
-            ctx = self.encode(r.context) if r.context else [self.prefix_token_id]
-            return ctx, [list(c) for c in r.continuation_ids]
-        return self.encode_pairs(r.context, r.continuations)
+    def _encode_requests(self, reqs: list[ScoreRequest]) -> list:
+        """(context tokens, continuation tokens) of each request."""
+        text_reqs = [r for r in reqs if not r.continuation_ids]
+        encoded = iter(self._pairs.encode([(r.context, r.continuations) for r in text_reqs]))
+        return [(self.encode(r.context) if r.context else [self.prefix_token_id],
+                 [list(c) for c in r.continuation_ids]) if r.continuation_ids
+                else next(encoded) for r in reqs]
 
     def _check_length(self, ctx: list[int], conts: list[list[int]]) -> None:
         longest = len(ctx) + max((len(c) for c in conts), default=0)
@@ -225,19 +204,24 @@ class HFCausal:
                             f"{self.max_length}; use fewer examples or --too-long skip")
 
     def _score_group(self, requests, members, results, progress) -> None:
-        encoded = {i: self._encode_request(requests[i]) for i in members}
+        encoded = dict(zip(members, self._encode_requests([requests[i] for i in members])))
         for i in members:
             self._check_length(*encoded[i])
             self.tokens_full += sum(len(encoded[i][0]) + len(c) for c in encoded[i][1])
         p, kv, _ = self._prefix([encoded[i][0] for i in members])
         segments = [build_segment(i, encoded[i][0][p:], encoded[i][1]) for i in members]
+        pending: list = []
 
         def run(chunk) -> None:
-            self._score_packed(chunk, p, kv, encoded, results)
-            if progress is not None:
-                progress.update(len(chunk))
+            # launch this pass, then read the previous one: on a GPU the host prepares the
+            # next pass while the device still computes the last
+            pending.append(self._launch(chunk, p, kv))
+            if len(pending) > 1:
+                self._finish(pending.pop(0), encoded, results, progress)
 
         self._oom_safe(run, segments, self._take_tokens)
+        for launched in pending:
+            self._finish(launched, encoded, results, progress)
 
     def _take_tokens(self, segments, i: int) -> int:
         """End of the chunk from ``i`` that fills one forward pass's token budget."""
@@ -249,50 +233,65 @@ class HFCausal:
             end += 1
         return end
 
-    def _score_packed(self, segments, p: int, kv, encoded, results) -> None:
-        """One forward pass over packed segments; fills ``results`` for their requests."""
+    def _put(self, array: np.ndarray):
+        t = self.torch.from_numpy(array)
+        if self._kind == "cuda":   # pinned + non-blocking: the host does not wait for the GPU
+            return t.pin_memory().to(self.device, non_blocking=True)
+        return t if self.device == "cpu" else t.to(self.device)
+
+    def _launch(self, segments, p: int, kv):
+        """One forward pass over packed segments; returns the batch and the (not yet read)
+        log-probs of its target tokens."""
+        from .kv import expand
         torch = self.torch
         b = make_batch(pack(segments, ROW_TOKENS), p, self.prefix_token_id or 0)
         dev, dtype = self.device, self.model.dtype
         rows, width = b.ids.shape
-        allowed = torch.from_numpy(b.allowed)
+        allowed = self._put(b.allowed)
         if p:
-            allowed = torch.cat([torch.ones((rows, width, p), dtype=torch.bool), allowed], 2)
-        mask = torch.zeros(allowed.shape, dtype=dtype)
+            allowed = torch.cat([torch.ones((rows, width, p), dtype=torch.bool, device=dev),
+                                 allowed], 2)
+        mask = torch.zeros(allowed.shape, dtype=dtype, device=dev)
         mask.masked_fill_(~allowed, torch.finfo(dtype).min)
-        keep = torch.from_numpy(b.keep).to(dev)
-        kwargs = {"logits_to_keep": keep} if self._keep_arg else {}
+        if not self._keep_arg:
+            keep, where = None, b.keep_index()
+        elif self._kind == "cuda":   # positions, not a boolean mask: no host sync
+            slots, where = b.keep_slots()
+            keep = self._put(slots)
+        else:
+            keep, where = self._put(b.keep), b.keep_index()
         with torch.inference_mode():
-            out = self.model(input_ids=torch.from_numpy(b.ids).to(dev),
-                             attention_mask=mask[:, None].to(dev),
-                             position_ids=torch.from_numpy(b.positions).to(dev),
-                             past_key_values=self._expand(kv, rows) if p else None,
-                             use_cache=bool(p), **kwargs)
-            logits = out.logits if self._keep_arg else out.logits[keep]
-            # row index of each kept (row, column) in ``logits``, then every target token
-            kept = np.cumsum(b.keep.ravel()) - 1
-            where, toks, bounds = [], [], []
-            for _, seg_targets in b.targets:
-                for path in seg_targets:
-                    where.extend(int(kept[r * width + c]) for r, c, _ in path)
-                    toks.extend(t for _, _, t in path)
-                    bounds.append(len(where))
+            out = self.model(input_ids=self._put(b.ids), attention_mask=mask[:, None],
+                             position_ids=self._put(b.positions),
+                             past_key_values=expand(kv, rows) if p else None,
+                             use_cache=bool(p),
+                             **({"logits_to_keep": keep} if keep is not None else {}))
+            logits = out.logits.reshape(-1, out.logits.shape[-1])
+            if keep is None:
+                logits = logits.index_select(0, self._put(np.flatnonzero(b.keep)))
             lse = torch.cat([torch.logsumexp(part.float(), dim=-1)
                              for part in logits.split(4096)])
-            at = torch.tensor(where, dtype=torch.long, device=dev)
-            got = logits[at, torch.tensor(toks, dtype=torch.long, device=dev)].float() - lse[at]
-            values = got.tolist()
+            at = self._put(where)
+            got = logits[at, self._put(b.t_tok)].float() - lse[at]
         self.tokens_computed += int(b.real.sum())
         self.attended_keys += b.attended
+        self.logit_rows += int(b.keep.sum())
+        return b, got, len(segments)
+
+    def _finish(self, launched, encoded, results, progress) -> None:
+        b, got, n = launched
+        values = got.tolist()
         k = 0
-        for seg, seg_targets in b.targets:
-            conts = encoded[seg.request][1]
+        for request, n_conts in b.owners:
+            conts = encoded[request][1]
             scored = []
-            for j in range(len(seg_targets)):
-                start = bounds[k - 1] if k else 0
-                scored.append(Scored(values[start:bounds[k]], conts[j]))
+            for j in range(n_conts):
+                start = b.bounds[k - 1] if k else 0
+                scored.append(Scored(values[start:b.bounds[k]], conts[j]))
                 k += 1
-            results[seg.request] = scored
+            results[request] = scored
+        if progress is not None:
+            progress.update(n)
 
     def token_probs(self, pairs: Sequence[tuple[str, Sequence[int]]], group: str = ""
                     ) -> list[list[float]]:
@@ -322,6 +321,7 @@ class HFCausal:
         return g
 
     def _generate_group(self, requests, members, results, progress) -> None:
+        from .kv import expand
         torch = self.torch
         encoded = {i: self.encode(requests[i].prompt) for i in members}
         for i in members:
@@ -336,7 +336,7 @@ class HFCausal:
         def run_prompts(chunk: list[int]) -> None:
             with torch.inference_mode():
                 suffixes = [encoded[i][p:] for i in chunk]
-                past = self._expand(kv_p, len(chunk)) if p else None
+                past = expand(kv_p, len(chunk)) if p else None
                 past_mask = mask_p.expand(len(chunk), -1) if p else None
                 last, cache_c, mask_c = self._forward(suffixes, past, past_mask, last_only=True)
                 rows = [(j, i, s) for j, i in enumerate(chunk)
@@ -351,49 +351,75 @@ class HFCausal:
             results[i] = out[i]
 
     def _decode(self, requests, rows, last_logits, cache_c, mask_c, out) -> None:
+        from . import kv
         torch = self.torch
+        reqs = [requests[i] for _, i, _ in rows]
+        steps = max(r.max_new_tokens for r in reqs)
         js = [j for j, _, _ in rows]
-        cache = self._select(cache_c, js)
+        cache = kv.select(cache_c, js, extra=steps)   # room for every new token: no re-copying
         mask = mask_c[js]
         lp = torch.log_softmax(last_logits[js].float(), dim=-1)
-        reqs = [requests[i] for _, i, _ in rows]
         gens = [None if r.samples == 0 else self._row_generator(r, s)
                 for r, (_, _, s) in zip(reqs, rows)]
         ids: list[list[int]] = [[] for _ in rows]
         lps: list[list[float]] = [[] for _ in rows]
         watched: list[list[float]] = [[] for _ in rows]
         done = [False] * len(rows)
-        steps = max(r.max_new_tokens for r in reqs)
+        alive = list(range(len(rows)))      # which of ``rows`` the batch's rows are
         for t in range(steps):
-            greedy = lp.argmax(dim=-1)
-            probs_cpu = None
-            next_ids = []
-            for n, r in enumerate(reqs):
-                if gens[n] is None:
-                    tok = int(greedy[n])
-                else:
-                    if probs_cpu is None:
-                        probs_cpu = lp.exp().cpu()
-                    tok = int(torch.multinomial(probs_cpu[n], 1, generator=gens[n]))
-                if t < len(r.watch):
-                    watched[n].append(float(lp[n, r.watch[t]]))
-                if not done[n]:
-                    if tok == self.eos_id or t >= r.max_new_tokens:
-                        done[n] = True
-                    else:
-                        ids[n].append(tok)
-                        lps[n].append(float(lp[n, tok]))
-                        if r.stop and any(s in self.tok.decode(ids[n]) for s in r.stop):
-                            done[n] = True
-                next_ids.append(tok)
-            need_watch = any(t + 1 < len(r.watch) for r in reqs)
-            if (all(done) and not need_watch) or t == steps - 1:
+            toks = self._next_tokens(lp, [gens[n] for n in alive])
+            tok_t = torch.tensor(toks, dtype=torch.long, device=lp.device)
+            chosen = lp.gather(1, tok_t[:, None])[:, 0].tolist()
+            looking = [k for k, n in enumerate(alive) if t < len(reqs[n].watch)]
+            if looking:
+                seen = lp[torch.tensor(looking, device=lp.device),
+                          torch.tensor([reqs[alive[k]].watch[t] for k in looking],
+                                       device=lp.device)].tolist()
+                for k, value in zip(looking, seen):
+                    watched[alive[k]].append(value)
+            for k, n in enumerate(alive):
+                if done[n]:
+                    continue
+                r = reqs[n]
+                if toks[k] == self.eos_id or t >= r.max_new_tokens:
+                    done[n] = True
+                    continue
+                ids[n].append(toks[k])
+                lps[n].append(chosen[k])
+                if r.stop and any(s in self.tok.decode(ids[n]) for s in r.stop):
+                    done[n] = True
+            keep = [k for k, n in enumerate(alive) if not done[n] or t + 1 < len(reqs[n].watch)]
+            if not keep or t == steps - 1:
                 break
-            logits, cache, mask = self._forward([[x] for x in next_ids], cache, mask)
+            if len(keep) <= len(alive) * 3 // 4:      # drop finished rows once enough are
+                cache, mask = kv.select(cache, keep, extra=steps - t), mask[keep]
+                alive, tok_t = [alive[k] for k in keep], tok_t[keep]
+            logits, cache, mask = self._forward(tok_t[:, None].tolist(), cache, mask)
             lp = torch.log_softmax(logits[:, 0].float(), dim=-1)
         for n, (_, i, _) in enumerate(rows):
-            text, keep = self._cut(ids[n], reqs[n].stop)
-            out[i].append(Generated(text, ids[n][:keep], lps[n][:keep], watched[n]))
+            text, keep_n = self._cut(ids[n], reqs[n].stop)
+            out[i].append(Generated(text, ids[n][:keep_n], lps[n][:keep_n], watched[n]))
+
+    def _next_tokens(self, lp, gens) -> list[int]:
+        """Greedy tokens for rows without a generator; for the others a multinomial draw by
+        inverse transform: one uniform number from the row's own generator, located in the
+        row's cumulative distribution (``sampling.py``), so a draw never depends on the batch."""
+        from .sampling import draw
+        torch = self.torch
+        toks = [0] * len(gens)
+        greedy = [k for k, g in enumerate(gens) if g is None]
+        sampled = [k for k, g in enumerate(gens) if g is not None]
+        if greedy:
+            picked = (lp if len(greedy) == len(gens) else lp[greedy]).argmax(dim=-1).tolist()
+            for k, tok in zip(greedy, picked):
+                toks[k] = tok
+        if sampled:
+            u = torch.tensor([float(torch.rand(1, generator=gens[k], dtype=torch.float64))
+                              for k in sampled], dtype=torch.float64, device=lp.device)
+            rows = lp if len(sampled) == len(gens) else lp[sampled]
+            for k, tok in zip(sampled, draw(rows.exp(), u).tolist()):
+                toks[k] = tok
+        return toks
 
     def _cut(self, ids: list[int], stop: tuple[str, ...]) -> tuple[str, int]:
         text = self.tok.decode(ids, skip_special_tokens=True)

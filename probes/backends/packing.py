@@ -85,16 +85,39 @@ def pack(segments: list[Segment], row_len: int) -> list[list[Segment]]:
 
 @dataclass
 class Batch:
-    """Tensors of one packed forward pass (numpy; the backend moves them to its device)."""
+    """Arrays of one packed forward pass (numpy; the backend moves them to its device)."""
 
     ids: np.ndarray          # (rows, width) int64
     positions: np.ndarray    # (rows, width) int64, absolute (prefix length + depth)
     allowed: np.ndarray      # (rows, width, width) bool: query attends to key (both packed)
     real: np.ndarray         # (rows, width) bool: not padding
     keep: np.ndarray         # (rows, width) bool: logits needed here
-    # for every continuation of every segment, in segment order: (row, column, token) triples
-    targets: list[tuple[Segment, list[list[tuple[int, int, int]]]]]
+    t_row: np.ndarray        # every target token: the row and column whose logits predict it,
+    t_col: np.ndarray        # and its id; continuation after continuation, segment after
+    t_tok: np.ndarray        # segment
+    bounds: list[int]        # end of each continuation's targets in the t_* arrays
+    owners: list[tuple[int, int]]   # per segment: (request, number of continuations)
     attended: int            # sum over real tokens of the keys they attend (prefix included)
+
+    def keep_slots(self) -> tuple[np.ndarray, np.ndarray]:
+        """Kept columns per row as a (rows, k) array padded with the row's first kept column,
+        and each target's index into the flattened (rows * k) selection."""
+        counts = self.keep.sum(axis=1)
+        k = max(1, int(counts.max()))
+        slots = np.zeros((len(counts), k), dtype=np.int64)
+        index = np.full(self.keep.shape, -1, dtype=np.int64)
+        for r in range(len(counts)):
+            cols = np.flatnonzero(self.keep[r])
+            if len(cols):
+                slots[r, :len(cols)] = cols
+                slots[r, len(cols):] = cols[0]
+                index[r, cols] = np.arange(len(cols))
+        return slots, self.t_row * k + index[self.t_row, self.t_col]
+
+    def keep_index(self) -> np.ndarray:
+        """Each target's index among the kept positions in row-major order."""
+        kept = np.cumsum(self.keep.ravel()) - 1
+        return kept[self.t_row * self.keep.shape[1] + self.t_col]
 
 
 def make_batch(rows: list[list[Segment]], prefix_len: int, pad_id: int) -> Batch:
@@ -104,8 +127,11 @@ def make_batch(rows: list[list[Segment]], prefix_len: int, pad_id: int) -> Batch
     positions = np.full((n, width), prefix_len, dtype=np.int64)
     allowed = np.zeros((n, width, width), dtype=bool)
     real = np.zeros((n, width), dtype=bool)
-    keep = np.zeros((n, width), dtype=bool)
-    targets = []
+    t_row: list[int] = []
+    t_col: list[int] = []
+    t_tok: list[int] = []
+    bounds: list[int] = []
+    owners: list[tuple[int, int]] = []
     attended = 0
     for r, row in enumerate(rows):
         off = 0
@@ -121,13 +147,18 @@ def make_batch(rows: list[list[Segment]], prefix_len: int, pad_id: int) -> Batch
                     block[a] |= block[par]
             allowed[r, off:off + m, off:off + m] = block
             attended += int(m * prefix_len + depth.sum() + m)
-            seg_targets = []
             for path in seg.paths:
-                seg_targets.append([(r, off + node, tok) for node, tok in path])
-                for node, _ in path:
-                    keep[r, off + node] = True
-            targets.append((seg, seg_targets))
+                for node, tok in path:
+                    t_row.append(r)
+                    t_col.append(off + node)
+                    t_tok.append(tok)
+                bounds.append(len(t_tok))
+            owners.append((seg.request, len(seg.paths)))
             off += m
         idx = np.arange(off, width)
         allowed[r, idx, idx] = True                # padding sees itself only (no empty rows)
-    return Batch(ids, positions, allowed, real, keep, targets, attended)
+    rows_a, cols_a = np.asarray(t_row, dtype=np.int64), np.asarray(t_col, dtype=np.int64)
+    keep = np.zeros((n, width), dtype=bool)
+    keep[rows_a, cols_a] = True
+    return Batch(ids, positions, allowed, real, keep, rows_a, cols_a,
+                 np.asarray(t_tok, dtype=np.int64), bounds, owners, attended)

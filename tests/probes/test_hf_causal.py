@@ -100,3 +100,30 @@ def test_masked_model_refused_for_causal_methods(tiny_masked_dir):
     from builders.errors import UserError
     with pytest.raises(UserError, match="not a causal"):
         load_backend(BackendConfig(str(tiny_masked_dir)))
+
+
+def test_tokens_computed_near_the_shared_prefix_bound(tiny_causal_dir):
+    """50 examples, 100 choices: tokens computed <= 1.2 x (the relation's example prefix once
+    + each fact's subject and continuations)."""
+    import pandas as pd
+
+    from probes.zp_lke import ZPLKEConfig, plan
+    rows = []
+    for i in range(60):
+        split = "train" if i < 52 else "test"
+        rows.append({"fact_id": f"f{i}", "relation_id": "r", "subject_id": f"s{i}",
+                     "object_id": f"o{i}", "subject": f"Person {i}", "object": f"{1800 + i}",
+                     "answers": [f"{1800 + i}"], "split": split,
+                     "choices": [f"{1800 + k}" for k in range(100)] if split == "test" else []})
+    p = plan(pd.DataFrame(rows), ZPLKEConfig(n_examples=(50,), response_tokens=0))
+    reqs = p.stages[0].requests
+    backend = load_backend(BackendConfig(str(tiny_causal_dir), batch_size=8))
+    backend.score(reqs)
+    examples = reqs[0].context.rsplit(", ", 1)[0] + ","
+    bound = len(backend.encode(examples))
+    for r in reqs:
+        subject = r.context.rsplit(", ", 1)[1]
+        bound += len(backend.encode(" " + subject))
+        bound += sum(len(backend.encode_pair(r.context, c)[1]) for c in r.continuations)
+    assert backend.tokens_computed <= 1.2 * bound
+    assert backend.tokens_full > 20 * backend.tokens_computed

@@ -1,0 +1,94 @@
+"""Lemma matching for BELIEF-ICL (Zhao et al., Sec. 3): both strings are lower-cased,
+tokenised and lemmatised with spaCy (a blank English pipeline and the lookup lemmatizer of
+``spacy-lookups-data``: no model download), punctuation and spaces dropped. "A guitar" becomes
+``("a", "guitar")`` and "guitars" ``("guitar",)``. One lemma list *contains* another when it
+holds it as a contiguous run.
+
+Accuracy matches one way (the gold's lemmas inside the output's); consistency and sample
+confidence match two ways (either inside the other). Lemmas are cached per string.
+"""
+from __future__ import annotations
+
+_NLP = None
+
+
+def _nlp():
+    global _NLP
+    if _NLP is None:
+        try:
+            import spacy
+            nlp = spacy.blank("en")
+            nlp.add_pipe("lemmatizer", config={"mode": "lookup"})
+            nlp.initialize()
+        except (ImportError, ValueError, OSError) as exc:  # pragma: no cover - install issue
+            from builders.errors import UserError
+            raise UserError(f"BELIEF-ICL matching needs spaCy and spacy-lookups-data "
+                            f"(pip install 'factprobe[models]'): {exc}") from None
+        _NLP = nlp
+    return _NLP
+
+
+_CACHE: dict[str, tuple[str, ...]] = {}
+
+
+def _lemmatise(doc) -> tuple[str, ...]:
+    return tuple(t.lemma_ or t.text for t in doc if not (t.is_punct or t.is_space))
+
+
+def lemma_list(text: str) -> tuple[str, ...]:
+    """Lower-cased lemmas of ``text`` without punctuation or spaces (cached).
+
+    >>> lemma_list(" Guitars."), lemma_list("a guitar"), lemma_list("The mice")
+    (('guitar',), ('a', 'guitar'), ('the', 'mouse'))
+    """
+    text = str(text)
+    got = _CACHE.get(text)
+    if got is None:
+        got = _CACHE[text] = _lemmatise(_nlp()(text.lower()))
+    return got
+
+
+def warm(texts) -> None:
+    """Lemmatise many strings in one ``nlp.pipe`` pass and fill the cache."""
+    todo = sorted({str(t) for t in texts} - set(_CACHE))
+    if not todo:
+        return
+    for text, doc in zip(todo, _nlp().pipe(t.lower() for t in todo)):
+        _CACHE[text] = _lemmatise(doc)
+
+
+def contains(outer: tuple[str, ...], inner: tuple[str, ...]) -> bool:
+    """Whether ``inner`` occurs as a contiguous run in ``outer`` (never for an empty list).
+
+    >>> contains(("a", "guitar"), ("guitar",)), contains(("guitar",), ("a", "guitar"))
+    (True, False)
+    >>> contains(("nobel", "prize", "in", "physics"), ("prize", "physics")), contains((), ())
+    (False, False)
+    """
+    n, k = len(outer), len(inner)
+    if k == 0 or k > n:
+        return False
+    return any(outer[i:i + k] == inner for i in range(n - k + 1))
+
+
+def matches_gold(output: str, gold_names) -> bool:
+    """One-directional match (accuracy): some gold name's lemmas occur in the output's.
+
+    >>> matches_gold(" guitars.", ["guitar"]), matches_gold(" a guitar", ["Guitars"])
+    (True, True)
+    >>> matches_gold(" guitar", ["a guitar"])
+    False
+    """
+    out = lemma_list(output)
+    return any(contains(out, lemma_list(g)) for g in gold_names)
+
+
+def same_answer(a: str, b: str) -> bool:
+    """Two-directional match (consistency, sample confidence): either lemma list contains
+    the other.
+
+    >>> same_answer(" guitar", "a guitar."), same_answer("Paris", "Rome"), same_answer("", "")
+    (True, False, False)
+    """
+    la, lb = lemma_list(a), lemma_list(b)
+    return contains(la, lb) or contains(lb, la)

@@ -1,0 +1,88 @@
+"""Estimator validity on a planted-knowledge model (``factprobe plant``): the model was taught
+the ``planted`` facts of ``planted.json`` and never shown the ``held_out`` ones, so a valid
+estimator scores the first far above the second. Per method: accuracy on each half (with
+intervals), their difference, and the AUROC of a per-fact score (how well the score alone
+separates planted from held-out facts; 0.5 = chance, 1 = perfect).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .stats import auroc, auroc_interval, bootstrap, rnd
+
+
+def planted_split(frame: pd.DataFrame, planted: dict | None) -> pd.DataFrame:
+    """``frame`` with a ``planted`` column: ``planted``, ``held_out`` or ``other``.
+
+    >>> planted_split(pd.DataFrame({"fact_id": ["a", "b", "c"]}),
+    ...               {"planted": ["a"], "held_out": ["b"]})["planted"].tolist()
+    ['planted', 'held_out', 'other']
+    """
+    if not planted:
+        return frame.iloc[:0].assign(planted=pd.Series(dtype=str))
+    where = np.full(len(frame), "other", dtype=object)
+    ids = frame["fact_id"].to_numpy()
+    where[np.isin(ids, list(planted.get("planted", [])))] = "planted"
+    where[np.isin(ids, list(planted.get("held_out", [])))] = "held_out"
+    return frame.assign(planted=where)
+
+
+def validity(per_fact: pd.DataFrame, planted: dict | None, *, column: str = "correct",
+             score: str | None = None, resamples: int = 1000, seed: int = 0,
+             accuracy_means: str = "", score_means: str = "") -> dict:
+    """Accuracy (mean of ``column``) on planted and on held-out facts with bootstrap
+    intervals, the difference with its interval (each half resampled on its own), and the
+    AUROC of ``score`` (default: ``column``) between the halves. Empty without
+    ``planted.json`` or when the run has no planted or held-out fact.
+
+    >>> facts = pd.DataFrame({"fact_id": list("abcd"), "correct": [1.0, 1.0, 0.0, 1.0],
+    ...                       "p": [0.9, 0.8, 0.1, 0.7]})
+    >>> v = validity(facts, {"planted": ["a", "b"], "held_out": ["c", "d"]}, score="p",
+    ...              resamples=0)
+    >>> v["planted"]["value"], v["held_out"]["value"], v["difference"]["value"], v["auroc"]["value"]
+    (1.0, 0.5, 0.5, 1.0)
+    """
+    split = planted_split(per_fact, planted)
+    split = split[split["planted"] != "other"]
+    if split.empty or split["planted"].nunique() < 2:
+        return {}
+    b = bootstrap(split[column].to_numpy(dtype=float), split["planted"].to_numpy(),
+                  resamples=resamples, seed=seed)
+    out = {}
+    for k in ("planted", "held_out"):
+        s = b["per_stratum"][k]
+        out[k] = {"value": rnd(s["value"]), "ci_low": rnd(s["ci_low"]),
+                  "ci_high": rnd(s["ci_high"]), "n": s["n"]}
+    diff = _difference(split, column, resamples, seed)
+    out["difference"] = {"value": rnd(out["planted"]["value"] - out["held_out"]["value"]
+                                      if None not in (out["planted"]["value"],
+                                                      out["held_out"]["value"]) else None),
+                         "ci_low": rnd(diff[0]), "ci_high": rnd(diff[1])}
+    sc = score or column
+    pos = split.loc[split["planted"] == "planted", sc].to_numpy(dtype=float)
+    neg = split.loc[split["planted"] == "held_out", sc].to_numpy(dtype=float)
+    lo, hi = auroc_interval(pos, neg, resamples=resamples, seed=seed)
+    out["auroc"] = {"value": rnd(auroc(pos, neg)), "ci_low": rnd(lo), "ci_high": rnd(hi)}
+    if accuracy_means:
+        out["accuracy_means"] = accuracy_means
+    if score_means:
+        out["score_means"] = score_means
+    return out
+
+
+def _difference(split: pd.DataFrame, column: str, resamples: int, seed: int):
+    """Interval of mean(planted) - mean(held_out), from the same resamples as their own
+    intervals (the stratified recipe of :mod:`.stats`, strata ``held_out`` and ``planted``)."""
+    if not resamples:
+        return float("nan"), float("nan")
+    from .stats import _interval, _resampled_sums, stratum_seed
+    means = {}
+    for k in ("held_out", "planted"):
+        v = split.loc[split["planted"] == k, column].to_numpy(dtype=float)
+        v = v[~np.isnan(v)]
+        if len(v) == 0:
+            return float("nan"), float("nan")
+        num, den = _resampled_sums(v, np.ones_like(v), stratum_seed(seed, k), resamples)
+        means[k] = num / den
+    return _interval(means["planted"] - means["held_out"], 0.95)
