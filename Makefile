@@ -28,8 +28,15 @@ repro: $(STAMP)
 test: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
 
+# The CPU figures of docs/benchmarks.md (about 35 minutes on 2 cores; GPU: benchmarks/gpu.sh).
 bench: $(STAMP)
-	$(BIN)/python benchmarks/bench_build_mc.py --facts 1000000
+	$(BIN)/python benchmarks/bench_zp_lke.py --threads 1 --json .bench/zp_lke.json
+	$(BIN)/python benchmarks/bench_generate.py --threads 1 --json .bench/generate.json
+	for n in 1000000 10000000; do \
+	  $(BIN)/python benchmarks/bench_build_facts.py --facts $$n --json .bench/build_facts.jsonl && \
+	  $(BIN)/python benchmarks/bench_build_mc.py --facts $$n --json .bench/build_mc.jsonl || exit 1; \
+	done
+	$(BIN)/python benchmarks/bench_belief_fluctuation.py
 
 clean-venv:
 	rm -rf $(VENV)

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,7 +23,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_build_mc import synthetic_facts  # noqa: E402
-from common import ROOT, machine, versions  # noqa: E402
+from common import ROOT, in_fresh_process, machine, run_child, versions  # noqa: E402
 
 CHUNK = 200_000
 
@@ -73,16 +71,15 @@ def write_csv(table: pa.Table, path: Path) -> None:
     tmp.rename(path)
 
 
-def run_child(cmd: list[str]) -> tuple[float, float]:
-    """Seconds and peak resident memory (MB) of one child process."""
+def generate(facts: int, relations: int, seed: int, sources: list[str], lama: Path,
+             csv_path: Path) -> None:
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT)
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed with exit code {proc.returncode}")
-    return seconds, usage.ru_maxrss / 1024
+    table = synthetic_facts(facts, relations, seed)
+    if "trex" in sources and not lama.exists():
+        write_lama(table, lama)
+    if "csv" in sources and not csv_path.exists():
+        write_csv(table, csv_path)
+    print(f"wrote {table.num_rows:,} triples in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
 
 
 def main() -> None:
@@ -99,14 +96,7 @@ def main() -> None:
     csv_path = work / f"triples-{args.facts}.csv"
     sources = [s.strip() for s in args.sources.split(",") if s.strip()]
     if ("trex" in sources and not lama.exists()) or ("csv" in sources and not csv_path.exists()):
-        t0 = time.perf_counter()
-        table = synthetic_facts(args.facts, args.relations, args.seed)
-        if "trex" in sources and not lama.exists():
-            write_lama(table, lama)
-        if "csv" in sources and not csv_path.exists():
-            write_csv(table, csv_path)
-        print(f"wrote {table.num_rows:,} triples in {time.perf_counter() - t0:.1f} s",
-              file=sys.stderr)
+        in_fresh_process(generate, args.facts, args.relations, args.seed, sources, lama, csv_path)
     for source in sources:
         path = lama if source == "trex" else csv_path
         out = work / f"facts-{source}-{args.facts}"

@@ -6,15 +6,12 @@
 The facts table is generated once per N (cached under --work) with T-REx-like skew: relation
 sizes follow a Zipf law, objects per relation are Zipf-distributed too, and about one subject
 in five has several answers. `build mc` then runs as a child process, so its peak resident
-memory is measured alone (ru_maxrss of children).
+memory is measured alone (``os.wait4``).
 """
 from __future__ import annotations
 
 import argparse
 import json
-import platform
-import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -22,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ROOT, in_fresh_process, machine, run_child, versions  # noqa: E402
 
 from builders.tables import FACTS_SCHEMA, base_manifest, write_dataset  # noqa: E402
 
@@ -64,36 +61,40 @@ def synthetic_facts(n: int, relations: int, seed: int) -> pa.Table:
     return pa.table(cols, schema=FACTS_SCHEMA)
 
 
+def generate(facts_dir: Path, facts: int, relations: int, seed: int) -> None:
+    t0 = time.perf_counter()
+    table = synthetic_facts(facts, relations, seed)
+    write_dataset(facts_dir, {"facts": table}, base_manifest(
+        facts_dir.name, "facts", {"type": "synthetic"},
+        {"facts": facts, "relations": relations, "seed": seed}, {"facts": table.num_rows}))
+    print(f"generated {table.num_rows:,} facts in {time.perf_counter() - t0:.1f} s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--facts", type=int, default=1_000_000)
     ap.add_argument("--relations", type=int, default=60)
     ap.add_argument("--work", default=str(ROOT / ".bench"))
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", help="append the numbers to this JSON-lines file")
     args = ap.parse_args()
     work = Path(args.work)
     facts_dir = work / f"synthetic-{args.facts}"
     if not (facts_dir / "facts.parquet").exists():
-        t0 = time.perf_counter()
-        table = synthetic_facts(args.facts, args.relations, args.seed)
-        write_dataset(facts_dir, {"facts": table}, base_manifest(
-            facts_dir.name, "facts", {"type": "synthetic"}, vars(args), {"facts": table.num_rows}))
-        print(f"generated {table.num_rows:,} facts in {time.perf_counter() - t0:.1f} s")
+        in_fresh_process(generate, facts_dir, args.facts, args.relations, args.seed)
     cmd = [sys.executable, "-m", "evaluators.cli", "build", "mc", "--quiet", "--facts",
            str(facts_dir), "--out", str(work / f"mc-{args.facts}")]
-    t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, cwd=ROOT)
-    seconds = time.perf_counter() - t0
-    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    seconds, peak_mb = run_child(cmd)
     manifest = json.loads((work / f"mc-{args.facts}" / "dataset.json").read_text())
-    print(json.dumps({
-        "benchmark": "build mc",
-        "facts": json.loads((facts_dir / "dataset.json").read_text())["counts"]["facts"],
-        "relations_kept": manifest["counts"]["relations"], "rows": manifest["counts"]["rows"],
-        "seconds": round(seconds, 2), "peak_rss_mb": round(peak_mb),
-        "machine": f"{platform.machine()}, {__import__('os').cpu_count()} cores",
-        "python": platform.python_version(), "date": time.strftime("%Y-%m-%d"),
-    }, indent=2))
+    row = {"benchmark": "build mc",
+           "facts": json.loads((facts_dir / "dataset.json").read_text())["counts"]["facts"],
+           "relations_kept": manifest["counts"]["relations"], "rows": manifest["counts"]["rows"],
+           "seconds": round(seconds, 2), "peak_rss_mb": round(peak_mb),
+           "machine": machine(), "versions": versions()}
+    print(json.dumps(row, indent=2))
+    if args.json:
+        with open(args.json, "a") as fh:
+            fh.write(json.dumps(row) + "\n")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 import tempfile
@@ -36,7 +35,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
-from common import ROOT, Timer  # noqa: E402
+from common import Timer  # noqa: E402
 
 
 # ------------------------------------------------------------------------------------ data
@@ -134,13 +133,7 @@ def main() -> None:
     ap.add_argument("--relations", type=int, default=5)
     ap.add_argument("--choices", type=int, default=100)
     ap.add_argument("--examples", type=int, default=50)
-    ap.add_argument("--model", default="gpt2-small-random", choices=sorted(common.MODEL_CONFIGS))
-    ap.add_argument("--layers", type=int, help="override the model's layer count")
-    ap.add_argument("--width", type=int, help="override the model's width")
-    ap.add_argument("--vocab", type=int, help="override the model's vocabulary size")
-    ap.add_argument("--tokenizer-vocab", type=int, default=4000)
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    common.add_model_args(ap)
     ap.add_argument("--batch-size", type=int, default=32, help="factprobe rows per forward")
     ap.add_argument("--lm-eval-batch-size", type=int, default=8)
     ap.add_argument("--skip-lm-eval", action="store_true")
@@ -164,18 +157,7 @@ def main() -> None:
     from probes.zp_lke import ZPLKEConfig, plan
 
     facts = synthetic_mc(args.relations, args.facts, train=args.examples, choices=args.choices)
-    tok = common.tokenizer(args.tokenizer_vocab)
-    over = {}
-    arch = common.MODEL_CONFIGS[args.model][0]
-    if args.layers:
-        over["n_layer" if arch == "gpt2" else "num_hidden_layers"] = args.layers
-    if args.width:
-        over["n_embd" if arch == "gpt2" else "hidden_size"] = args.width
-        if arch != "gpt2":
-            over["intermediate_size"] = 4 * args.width
-    if args.vocab:
-        over["vocab_size"] = args.vocab
-    model = common.build_model(args.model, tok, dtype=args.dtype, **over).to(args.device)
+    tok, model = common.model_from_args(args)
     cfg = ZPLKEConfig(n_examples=(args.examples,), response_tokens=0)
     requests = plan(facts, cfg).stages[0].requests
     pairs = [(r.context, o) for r in requests for o in r.continuations]
@@ -213,6 +195,9 @@ def main() -> None:
     flops = common.model_flops(model, fp_tokens, backend.logit_rows, backend.attended_keys)
     result["factprobe"]["tflops_achieved"] = round(flops / fp_seconds / 1e12, 3)
     result["factprobe"]["gflop"] = round(flops / 1e9, 1)
+    gemm = common.measured_matmul_tflops(args.device, args.dtype)
+    result["factprobe"]["matmul_tflops_measured"] = round(gemm, 3)
+    result["factprobe"]["share_of_measured_matmul"] = round(flops / fp_seconds / 1e12 / gemm, 3)
     if args.device.startswith("cuda") and args.dtype != "float32":
         peak = common.peak_tflops(torch.cuda.get_device_name(0))
         if peak:

@@ -136,6 +136,33 @@ def build_model(name: str, tok, *, dtype: str = "float32", seed: int = 0, **over
     return model.to(dt).eval()
 
 
+def add_model_args(ap) -> None:
+    """The model options every model benchmark takes."""
+    ap.add_argument("--model", default="gpt2-small-random", choices=sorted(MODEL_CONFIGS))
+    ap.add_argument("--layers", type=int, help="override the model's layer count")
+    ap.add_argument("--width", type=int, help="override the model's width")
+    ap.add_argument("--vocab", type=int, help="override the model's vocabulary size")
+    ap.add_argument("--tokenizer-vocab", type=int, default=4000)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+
+
+def model_from_args(args):
+    """(tokenizer, model on args.device) from the options of ``add_model_args``."""
+    tok = tokenizer(args.tokenizer_vocab)
+    arch = MODEL_CONFIGS[args.model][0]
+    over = {}
+    if args.layers:
+        over["n_layer" if arch == "gpt2" else "num_hidden_layers"] = args.layers
+    if args.width:
+        over["n_embd" if arch == "gpt2" else "hidden_size"] = args.width
+        if arch != "gpt2":
+            over["intermediate_size"] = 4 * args.width
+    if args.vocab:
+        over["vocab_size"] = args.vocab
+    return tok, build_model(args.model, tok, dtype=args.dtype, **over).to(args.device)
+
+
 def max_positions(model) -> int:
     cfg = model.config
     return int(getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions"))
@@ -183,3 +210,46 @@ class Timer:
         if self.device.startswith("cuda"):
             import torch
             torch.cuda.synchronize()
+
+
+def run_child(cmd: list[str]) -> tuple[float, float]:
+    """Seconds and peak resident memory (MB) of one child process."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=ROOT)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed with exit code {proc.returncode}")
+    return seconds, usage.ru_maxrss / 1024
+
+
+def measured_matmul_tflops(device: str = "cpu", dtype: str = "float32", n: int = 2048,
+                           repeat: int = 5) -> float:
+    """The machine's practical ceiling: TFLOP/s of the best of ``repeat`` square n x n matrix
+    products with the library's own GEMM, the same threads and dtype as the benchmark. Model
+    work can approach it, not beat it, so it is the yardstick on CPUs (no published peak)."""
+    import torch
+    dt = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+    a = torch.randn(n, n, device=device).to(dt)
+    b = torch.randn(n, n, device=device).to(dt)
+    a @ b
+    best = float("inf")
+    for _ in range(repeat):
+        with Timer(device) as t:
+            a @ b
+        best = min(best, t.seconds)
+    return 2.0 * n ** 3 / best / 1e12
+
+
+def in_fresh_process(fn, *args) -> None:
+    """Run ``fn(*args)`` in a new interpreter and wait. The benchmark process must stay small:
+    a child's peak resident memory as the kernel reports it includes the memory image it was
+    forked from (kept across exec), so generating gigabytes of input in the parent would be
+    counted as the measured command's own."""
+    import multiprocessing
+    proc = multiprocessing.get_context("spawn").Process(target=fn, args=args)
+    proc.start()
+    proc.join()
+    if proc.exitcode != 0:
+        raise SystemExit(f"generating the input failed (exit code {proc.exitcode})")

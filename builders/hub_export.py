@@ -14,15 +14,12 @@ row order; ``factprobe_layout.json`` records the runs of split values in the ori
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import os
 import re
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -32,33 +29,13 @@ import yaml
 
 from .errors import UserError
 from .hub_card import CardOptions, RepoVersion, render_card
-from .tables import dumps_json, factprobe_version, file_sha256, read_manifest, write_parquet
+from .tables import (atomic_folder, dumps_json, factprobe_version, file_sha256, read_manifest,
+                     write_parquet)
 
 LAYOUT_FILE = "factprobe_layout.json"
 LAYOUT_FORMAT = 1
 UNSPLIT = "unsplit"  # rows with an empty split in a table that also has train/test rows
 _SPLIT_NAME = re.compile(r"^\w+(\.\w+)*$")  # what the Hub and `datasets` accept as a split name
-
-
-@contextlib.contextmanager
-def atomic_folder(out: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary sibling of ``out`` to fill; it replaces ``out`` in one rename at the end,
-    so an interrupted export leaves the previous folder (or nothing), never half of one."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
-        yield tmp
-        old = None
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
-            os.replace(out, old)
-        os.replace(tmp, out)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
 
 
 def split_runs(table: pa.Table) -> tuple[list[tuple[str, pa.Table]], list[list], bool]:

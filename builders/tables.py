@@ -6,6 +6,7 @@ inputs give the same bytes.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -13,7 +14,7 @@ import shutil
 import tempfile
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -101,20 +102,16 @@ def dumps_json(obj: Any) -> str:
     return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def write_dataset(out: str | os.PathLike, tables: Mapping[str, pa.Table],
-                  manifest: Mapping[str, Any]) -> Path:
-    """Write tables and ``dataset.json`` into ``out`` atomically.
-
-    Everything goes into a sibling temporary folder first, which then replaces ``out`` in one
-    rename: an interrupted build leaves the previous dataset (or nothing), never half of one.
-    """
+@contextlib.contextmanager
+def atomic_folder(out: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary sibling of ``out`` to fill; it replaces ``out`` in one rename at the
+    end, so an interrupted writer leaves the previous folder (or nothing), never half of one.
+    The sibling sits in the same directory so that the rename never crosses filesystems."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
-        for name, table in tables.items():
-            write_parquet(table, tmp / f"{name}.parquet")
-        (tmp / "dataset.json").write_text(dumps_json(dict(manifest)), encoding="utf-8")
+        yield tmp
         old = None
         if out.exists():
             old = out.with_name(f".{out.name}.old-{os.getpid()}")
@@ -125,7 +122,16 @@ def write_dataset(out: str | os.PathLike, tables: Mapping[str, pa.Table],
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return out
+
+
+def write_dataset(out: str | os.PathLike, tables: Mapping[str, pa.Table],
+                  manifest: Mapping[str, Any]) -> Path:
+    """Write tables and ``dataset.json`` into ``out`` atomically (see ``atomic_folder``)."""
+    with atomic_folder(out) as tmp:
+        for name, table in tables.items():
+            write_parquet(table, tmp / f"{name}.parquet")
+        (tmp / "dataset.json").write_text(dumps_json(dict(manifest)), encoding="utf-8")
+    return Path(out)
 
 
 def read_table(folder: str | os.PathLike, name: str) -> pa.Table:

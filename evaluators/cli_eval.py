@@ -249,7 +249,8 @@ def _add_plant(subparsers, common) -> None:
                        ("--lists-per-relation", "lists_per_relation"),
                        ("--list-size", "list_size")):
         p.add_argument(flag, dest=attr, type=int, default=getattr(d, attr),
-                       help=f"default {getattr(d, attr)}")
+                       help="default 60, or 15 with --masked" if attr == "epochs"
+                       else f"default {getattr(d, attr)}")
     p.add_argument("--lr", type=float, default=d.lr, help=f"default {d.lr}")
     p.add_argument("--templates", default=d.templates,
                    help="statement and question templates to teach the facts in")

@@ -13,7 +13,6 @@ import json
 import os
 import platform
 import shutil
-import tempfile
 import time
 from dataclasses import asdict, dataclass, is_dataclass
 from importlib import metadata
@@ -24,7 +23,8 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from builders.errors import UserError
-from builders.tables import dumps_json, file_sha256, read_manifest, write_parquet
+from builders.tables import (atomic_folder, dumps_json, file_sha256, read_manifest,
+                             write_parquet)
 from probes.backends import BackendConfig
 from probes.plan import Plan, Stage
 from probes.requests import prompt_id
@@ -159,9 +159,7 @@ def _sorted(outputs: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_run(out: Path, outputs: pd.DataFrame, prompts: dict, run: dict, metrics: dict) -> Path:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
+    with atomic_folder(out) as tmp:
         write_parquet(pa.Table.from_pandas(_sorted(outputs), preserve_index=False),
                       tmp / "outputs.parquet")
         ptable = pa.table({"prompt_id": sorted(prompts),
@@ -169,16 +167,6 @@ def write_run(out: Path, outputs: pd.DataFrame, prompts: dict, run: dict, metric
         write_parquet(ptable, tmp / "prompts.parquet")
         (tmp / "run.json").write_text(dumps_json(run), encoding="utf-8")
         (tmp / "metrics.json").write_text(dumps_json(metrics), encoding="utf-8")
-        old = None
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
-            os.replace(out, old)
-        os.replace(tmp, out)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out
 
 

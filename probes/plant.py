@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
-import tempfile
 import zlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from builders.errors import UserError
-from builders.tables import dumps_json, read_manifest, read_table
+from builders.tables import atomic_folder, dumps_json, read_manifest, read_table
 
 
 @dataclass(frozen=True)
@@ -35,7 +32,7 @@ class PlantConfig:
     heads: int = 4
     vocab_size: int = 2000
     block: int = 512                  # tokens per training sequence (documents are packed)
-    epochs: int = 20
+    epochs: int | None = None         # None: 60 causal (the generative frames need them), 15 masked
     lists_per_relation: int = 8       # ZP-LKE-style lists per relation and epoch
     list_size: int = 50               # pairs per list: as many as the probe shows
     batch_size: int = 8
@@ -78,21 +75,42 @@ def training_documents(known: pd.DataFrame, forms: dict, cfg: PlantConfig, epoch
                        ) -> list[str]:
     """One epoch of text: ZP-LKE lists in the probe's exact format, then for every known fact
     one statement and one question, the template changing from epoch to epoch, shuffled.
-    Questions alternate between MONITOR's "...?\nAnswer: y" and BELIEF-ICL's "Q: ...\nA: y."."""
+
+    The question takes, in turn, the shapes the generative probes ask in: MONITOR's
+    "...?\nAnswer: y." (bare, and after a "z. " prefix that is the gold or another object of
+    the relation, as in MONITOR's positive and negative prompts) and BELIEF-ICL's
+    "Q: ...\nA: y." (a question, or a statement with [MASK], after the probe's instruction).
+    A model taught these answers a known fact whatever the frame; it never sees the held-out
+    facts in any of them."""
     from builders.template_files import fill
+
+    from .belief_icl import INSTRUCTION
     rng = np.random.default_rng([cfg.seed, epoch])
     docs = []
     for rel, g in known.groupby("relation_id", sort=True):
         pairs = list(zip(g["subject"], g["object"]))
+        objects = sorted(set(g["object"]))
         for _ in range(cfg.lists_per_relation):
             k = min(len(pairs), cfg.list_size + 1)
             idx = rng.permutation(len(pairs))[:k]
             docs.append(", ".join(f"{pairs[i][0]} {pairs[i][1]}" for i in idx))
         statements, questions = forms[rel]
         for n, (x, y) in enumerate(pairs):
-            docs.append(fill(statements[(epoch + n) % len(statements)], x, y))
-            q = fill(questions[(epoch + n) % len(questions)], x)
-            docs.append(f"{q}\nAnswer: {y}." if (epoch + n) % 2 else f"Q: {q}\nA: {y}.")
+            turn = epoch + n
+            docs.append(fill(statements[turn % len(statements)], x, y))
+            q = fill(questions[turn % len(questions)], x)
+            shape = turn % 4
+            if shape == 0:
+                docs.append(f"{q}\nAnswer: {y}.")
+            elif shape == 1:
+                z = y if rng.random() < 0.5 else objects[int(rng.integers(len(objects)))]
+                docs.append(f"{z}. {q}\nAnswer: {y}.")
+            elif shape == 2:
+                docs.append(f"{INSTRUCTION['qa']}\nQ: {q}\nA: {y}.")
+            else:
+                masked = fill(statements[(turn // 4) % len(statements)], x).replace("[Y]",
+                                                                                   "[MASK]")
+                docs.append(f"{INSTRUCTION['mask']}\nQ: {masked}\nA: {y}.")
     order = rng.permutation(len(docs))
     return [docs[i] for i in order]
 
@@ -113,7 +131,7 @@ def _relation_forms(dataset: str, facts: pd.DataFrame, cfg: PlantConfig) -> dict
 
 
 def plant(cfg: PlantConfig) -> Path:
-
+    cfg = replace(cfg, epochs=cfg.epochs or (15 if cfg.masked else 60))
     facts = read_table(cfg.dataset, "facts").to_pandas()
     manifest = read_manifest(cfg.dataset)
     if facts.empty:
@@ -183,21 +201,13 @@ def _write(model, tokenizer, cfg: PlantConfig, manifest: dict, planted: set, hel
     from .model_factory import save
     steps_per_epoch = max(1, total // max(1, cfg.epochs))
     out = Path(cfg.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
+    with atomic_folder(out) as tmp:
         save(model, tokenizer, tmp)
         (tmp / "planted.json").write_text(dumps_json({
             "dataset": manifest.get("name"), "planted": sorted(planted),
             "held_out": sorted(held), "config": asdict(cfg) | {"dataset": cfg.dataset},
             "final_loss": round(float(np.mean(losses[-steps_per_epoch:])), 4),
             "steps": total}), encoding="utf-8")
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out
 
 

