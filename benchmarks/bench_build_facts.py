@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_build_mc import synthetic_facts  # noqa: E402
-from common import ROOT, in_fresh_process, machine, run_child, versions  # noqa: E402
+from common import ROOT, emit, in_fresh_process, machine, run_child, versions  # noqa: E402
 
 CHUNK = 200_000
 
@@ -109,12 +108,8 @@ def main() -> None:
         row = {"benchmark": f"build facts --source {source}", "input_facts": args.facts,
                "input_mb": round(size / 2 ** 20), "facts": manifest["counts"]["facts"],
                "relations": manifest["counts"]["relations"], "seconds": round(seconds, 1),
-               "peak_rss_mb": round(peak), "machine": machine(), "versions": versions(),
-               "python": platform.python_version()}
-        print(json.dumps(row, indent=2))
-        if args.json:
-            with open(args.json, "a") as fh:
-                fh.write(json.dumps(row) + "\n")
+               "peak_rss_mb": round(peak), "machine": machine(), "versions": versions()}
+        emit(row, args.json, append=True)
 
 
 if __name__ == "__main__":

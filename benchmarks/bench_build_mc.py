@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, in_fresh_process, machine, run_child, versions  # noqa: E402
+from common import ROOT, emit, in_fresh_process, machine, run_child, versions  # noqa: E402
 
 from builders.tables import FACTS_SCHEMA, base_manifest, write_dataset  # noqa: E402
 
@@ -91,10 +91,7 @@ def main() -> None:
            "relations_kept": manifest["counts"]["relations"], "rows": manifest["counts"]["rows"],
            "seconds": round(seconds, 2), "peak_rss_mb": round(peak_mb),
            "machine": machine(), "versions": versions()}
-    print(json.dumps(row, indent=2))
-    if args.json:
-        with open(args.json, "a") as fh:
-            fh.write(json.dumps(row) + "\n")
+    emit(row, args.json, append=True)
 
 
 if __name__ == "__main__":

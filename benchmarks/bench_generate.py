@@ -218,10 +218,7 @@ def main() -> None:
         extra["max_abs_diff_vs_plain"] = float(np.max(np.abs(np.subtract(ours, plain))))
     section("monitor_teacher_forced", len(pairs), t.seconds, peers, extra)
 
-    print(json.dumps(result, indent=2))
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    common.emit(result, args.json)
 
 
 if __name__ == "__main__":

@@ -269,10 +269,7 @@ def main() -> None:
         result["speedup_score_vs_plain"] = round(t.seconds * scale / fp_seconds, 1)
         print(json.dumps({"plain": result["plain"]}), file=sys.stderr)
 
-    print(json.dumps(result, indent=2))
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    common.emit(result, args.json)
 
 
 if __name__ == "__main__":

@@ -253,3 +253,19 @@ def in_fresh_process(fn, *args) -> None:
     proc.join()
     if proc.exitcode != 0:
         raise SystemExit(f"generating the input failed (exit code {proc.exitcode})")
+
+
+def emit(result: dict, json_path: str | None, append: bool = False) -> None:
+    """Print a benchmark's result and keep it in ``json_path``: the build scripts append one
+    line per run (1M and 10M share a file), the model scripts write one document."""
+    import json
+    print(json.dumps(result, indent=2))
+    if not json_path:
+        return
+    path = Path(json_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if append:
+        with open(path, "a") as fh:
+            fh.write(json.dumps(result) + "\n")
+    else:
+        path.write_text(json.dumps(result, indent=2) + "\n")

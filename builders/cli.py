@@ -4,26 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .argtypes import count, relation_list
 from .errors import UserError
-
-
-def _relations(value: str) -> tuple[str, ...] | None:
-    if value.strip().lower() == "all":
-        return None
-    names = tuple(v.strip() for v in value.split(",") if v.strip())
-    if not names:
-        raise argparse.ArgumentTypeError("empty: give a comma-separated list or 'all'")
-    return names
-
-
-def _positive_int(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"{value!r} must be >= 0")
-    return n
 
 
 def _network_flags(p: argparse.ArgumentParser) -> None:
@@ -34,7 +16,7 @@ def _network_flags(p: argparse.ArgumentParser) -> None:
                    "~/.cache/factprobe")
     g.add_argument("--refresh", action="store_true", help="ignore cached responses")
     g.add_argument("--timeout", type=float, default=65.0, help="seconds per request (65)")
-    g.add_argument("--retries", type=_positive_int, default=3,
+    g.add_argument("--retries", type=count, default=3,
                    help="retries after a failure, with backoff 1, 2, 4 s... (3)")
 
 
@@ -61,12 +43,12 @@ def _add_facts(sub, common) -> None:
     p.add_argument("--source", required=True, choices=SOURCES)
     p.add_argument("--endpoint", help="SPARQL endpoint URL (sparql; overrides wikidata's)")
     p.add_argument("--path", help="input file or folder (rdf, trex, csv)")
-    p.add_argument("--relations", required=True, type=_relations,
+    p.add_argument("--relations", required=True, type=relation_list,
                    help="comma-separated relation ids (P36, prefix:name, full IRI) or 'all'")
-    p.add_argument("--limit", type=_positive_int, help="at most N facts per relation")
+    p.add_argument("--limit", type=count, help="at most N facts per relation")
     p.add_argument("--out", required=True, help="output dataset folder")
     p.add_argument("--lang", default="en", help="label language (en)")
-    p.add_argument("--page-size", type=_positive_int, default=10_000, help="SPARQL page size")
+    p.add_argument("--page-size", type=count, default=10_000, help="SPARQL page size")
     p.add_argument("--date-format", choices=("date", "year"), default="date",
                    help="how date objects are written: 1879-03-14 or 1879")
     p.add_argument("--prefix", action="append", metavar="NAME=IRI",
@@ -133,13 +115,13 @@ def _add_mc(sub, common) -> None:
                        epilog=EPILOG_MC, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--facts", required=True, help="a facts dataset folder")
     p.add_argument("--out", required=True, help="output dataset folder")
-    p.add_argument("--choices", type=_positive_int, default=100, help="choices per fact (100)")
-    p.add_argument("--min-facts", type=_positive_int, default=500,
+    p.add_argument("--choices", type=count, default=100, help="choices per fact (100)")
+    p.add_argument("--min-facts", type=count, default=500,
                    help="keep relations with at least this many facts (500)")
-    p.add_argument("--min-objects", type=_positive_int, default=100,
+    p.add_argument("--min-objects", type=count, default=100,
                    help="... and at least this many distinct objects (100)")
-    p.add_argument("--train", type=_positive_int, default=100, help="train rows per relation")
-    p.add_argument("--test", type=_positive_int, default=400, help="test rows per relation")
+    p.add_argument("--train", type=count, default=100, help="train rows per relation")
+    p.add_argument("--test", type=count, default=400, help="test rows per relation")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--exclude-relations", default="",
                    help="comma-separated relations to leave out (ambiguous objects)")

@@ -3,36 +3,8 @@ from __future__ import annotations
 
 import argparse
 
+from .argtypes import count, fraction, relation_list
 from .errors import UserError
-
-
-def _count(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"{value!r} must be >= 0")
-    return n
-
-
-def _fraction(value: str) -> float:
-    try:
-        x = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
-    if not 0 < x <= 1:
-        raise argparse.ArgumentTypeError(f"{value!r} must be in (0, 1]")
-    return x
-
-
-def _relation_list(value: str) -> tuple[str, ...] | None:
-    if value.strip().lower() == "all":
-        return None
-    names = tuple(v.strip() for v in value.split(",") if v.strip())
-    if not names:
-        raise argparse.ArgumentTypeError("empty; give a comma-separated list or 'all'")
-    return names
 
 
 def _templates_source(p: argparse.ArgumentParser) -> None:
@@ -65,13 +37,13 @@ def _add_templates(sub, common) -> None:
     p.add_argument("--out", required=True, help="output dataset folder")
     p.add_argument("--templates-dir", default="data/templates",
                    help="folder of hand-written template files (data/templates)")
-    p.add_argument("--relations", type=_relation_list,
+    p.add_argument("--relations", type=relation_list,
                    help="comma-separated relation ids, or 'all' (default: every template file, "
                         "or every relation of --facts)")
     p.add_argument("--facts", help="a facts dataset: take its relations (and their metadata)")
-    p.add_argument("--paraphrases", type=_count, default=19,
+    p.add_argument("--paraphrases", type=count, default=19,
                    help="paraphrases per hand-written template (19); 0: no LLM")
-    p.add_argument("--max-requests", type=_count, default=5,
+    p.add_argument("--max-requests", type=count, default=5,
                    help="asks per hand-written template before reporting a shortfall (5)")
     g = p.add_argument_group("LLM (any OpenAI-compatible chat endpoint; key in OPENAI_API_KEY)")
     g.add_argument("--llm-base-url", help="endpoint, e.g. https://api.openai.com/v1 or "
@@ -80,16 +52,16 @@ def _add_templates(sub, common) -> None:
     g.add_argument("--cache-dir", default="data/llm-cache",
                    help="LLM answers, replayed by rebuilds (data/llm-cache)")
     g.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (1.0)")
-    g.add_argument("--max-tokens", type=_count, default=1024, help="answer length cap (1024)")
+    g.add_argument("--max-tokens", type=count, default=1024, help="answer length cap (1024)")
     g.add_argument("--seed", type=int, default=0, help="sampling seed sent with requests (0)")
     g.add_argument("--timeout", type=float, default=120.0, help="seconds per request (120)")
-    g.add_argument("--retries", type=_count, default=3,
+    g.add_argument("--retries", type=count, default=3,
                    help="retries after a failed request, backoff 1, 2, 4 s... (3)")
     f = p.add_argument_group("filters")
-    f.add_argument("--bleu", type=_fraction, default=0.7,
+    f.add_argument("--bleu", type=fraction, default=0.7,
                    help="drop a paraphrase whose sentence BLEU with a kept one is >= this (0.7)")
-    f.add_argument("--min-words", type=_count, default=3, help="shortest template in words (3)")
-    f.add_argument("--max-words", type=_count, default=30, help="longest template in words (30)")
+    f.add_argument("--min-words", type=count, default=3, help="shortest template in words (3)")
+    f.add_argument("--max-words", type=count, default=30, help="longest template in words (30)")
     f.add_argument("--y-last", action="store_true",
                    help="drop templates where [Y] is not at the end (left-to-right cloze)")
     r = p.add_argument_group("review")
@@ -135,7 +107,7 @@ def _add_misprimes(sub, common) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--facts", required=True, help="a facts dataset folder")
     p.add_argument("--out", required=True, help="output dataset folder")
-    p.add_argument("--negatives", type=_count, default=5, help="negatives per fact (5)")
+    p.add_argument("--negatives", type=count, default=5, help="negatives per fact (5)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--type-relation", metavar="REL",
                    help="only negatives sharing a type (objects of REL, e.g. P31) with the gold")
@@ -197,10 +169,10 @@ def _add_fktc(sub, common) -> None:
                    help="read the MONITOR authors' FKTC files from DIR instead of building")
     p.add_argument("--out", required=True, help="output dataset folder")
     _templates_source(p)
-    p.add_argument("--questions", type=_count, default=7,
+    p.add_argument("--questions", type=count, default=7,
                    help="question templates per relation, the base one included (7)")
-    p.add_argument("--negatives", type=_count, default=5, help="negatives per fact (5)")
-    p.add_argument("--bleu", type=_fraction, default=0.7,
+    p.add_argument("--negatives", type=count, default=5, help="negatives per fact (5)")
+    p.add_argument("--bleu", type=fraction, default=0.7,
                    help="keep a paraphrased question only if its BLEU with each kept one is "
                         "below this (0.7)")
     p.add_argument("--seed", type=int, default=0)

@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .tables import FACTS_SCHEMA, OPTIONAL_FACT_FIELDS, RELATIONS_SCHEMA, fact_id
+from .tables import FACTS_SCHEMA, OPTIONAL_FACT_FIELDS, RELATIONS_SCHEMA
 
 RAW_COLUMNS = ["relation_id", "subject_id", "object_id", "subject", "object"]
 ID_COLUMNS = ["relation_id", "subject_id", "object_id"]
@@ -97,6 +97,7 @@ def _fact_ids(df: pd.DataFrame, chunk: int = 1_000_000) -> pa.Array:
     (relation, subject, object joined by \\x1f, UTF-8) is built by Arrow, only the hash runs
     per row.
 
+    >>> from builders.tables import fact_id
     >>> row = pd.DataFrame({"relation_id": ["P36"], "subject_id": ["Q142"], "object_id": ["Q90"]})
     >>> _fact_ids(row).to_pylist() == [fact_id("P36", "Q142", "Q90")]
     True

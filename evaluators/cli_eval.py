@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 
+from builders.argtypes import count, relation_list
 from builders.errors import UserError
 
 EPILOG_EVAL = """examples:
@@ -40,8 +41,9 @@ def _backend_flags(p: argparse.ArgumentParser) -> None:
 def _eval_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", required=True, help="dataset folder")
     p.add_argument("--out", required=True, help="run folder to write")
-    p.add_argument("--relations", help="comma-separated relations to evaluate (default: all)")
-    p.add_argument("--limit", type=int, help="at most N test facts per relation")
+    p.add_argument("--relations", type=relation_list,
+                   help="comma-separated relations to evaluate, or 'all' (default: all)")
+    p.add_argument("--limit", type=count, help="at most N test facts per relation")
     p.add_argument("--dry-run", action="store_true",
                    help="print the first prompts and the request count; load no model")
     p.add_argument("--too-long", choices=("error", "skip", "truncate"), default="error",
@@ -82,12 +84,6 @@ def _backend_config(args):
                          prefix_cache=not args.no_prefix_cache)
 
 
-def _relations(args) -> tuple[str, ...] | None:
-    if not args.relations:
-        return None
-    return tuple(r.strip() for r in args.relations.split(",") if r.strip())
-
-
 def run_method(method_name: str, args, method_cfg) -> str:
     from probes.plant import load_planted
 
@@ -97,9 +93,9 @@ def run_method(method_name: str, args, method_cfg) -> str:
     from builders.hub import open_dataset
     folder = open_dataset(args.dataset)  # a folder, a Hub-layout folder, or hf://org/name@rev
     tables = load_tables(folder, method.tables, method_name)
-    tables["facts"] = select_facts(tables["facts"], _relations(args), args.limit)
+    tables["facts"] = select_facts(tables["facts"], args.relations, args.limit)
     cfg = EvalConfig(method=method_name, dataset=str(folder), out=args.out,
-                     relations=_relations(args), limit=args.limit, dry_run=args.dry_run,
+                     relations=args.relations, limit=args.limit, dry_run=args.dry_run,
                      progress=not args.quiet, too_long=args.too_long)
     plan = method.plan(tables, method_cfg)
     planted = load_planted(args.model)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from builders.argtypes import count
 from builders.errors import UserError
 
 EPILOG = """examples:
@@ -29,16 +30,6 @@ def _alphas(value: str) -> tuple[float, float, float]:
     return a
 
 
-def _count(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"{value!r} must be >= 0")
-    return n
-
-
 def register(subparsers, common) -> None:
     p = subparsers.add_parser("report", parents=[common],
                               help="metrics, leaderboard, tables and plots from run folders",
@@ -48,9 +39,9 @@ def register(subparsers, common) -> None:
     p.add_argument("--out", required=True, help="report folder to write")
     p.add_argument("--metrics", help="comma-separated headline metrics for the leaderboard "
                    "(default: every one the runs' methods give)")
-    p.add_argument("--bootstrap", type=_count, default=1000, help="bootstrap resamples (1000)")
+    p.add_argument("--bootstrap", type=count, default=1000, help="bootstrap resamples (1000)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap and sampling seed (0)")
-    p.add_argument("--samplings", type=_count, default=50_000,
+    p.add_argument("--samplings", type=count, default=50_000,
                    help="BELIEF Acc@1 fluctuation: draws of one prompt per pair (50000)")
     p.add_argument("--bins", type=int, default=10, help="BELIEF Overconf bins (10)")
     p.add_argument("--alphas", type=_alphas, default=(1 / 3, 1 / 3, 1 / 3),

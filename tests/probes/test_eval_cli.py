@@ -59,6 +59,8 @@ def test_eval_writes_a_run_folder(mc_dir, tiny_causal_dir, tmp_path):
     (["eval", "zp-lke", "--examples", "3", "--model", "{masked}"], ["not a causal"]),
     (["eval", "zp-lke", "--examples", "3", "--model", "{missing}"], ["cannot load model"]),
     (["eval", "zp-lke", "--model", "{causal}", "--relations", "nope"], ["nope", "born"]),
+    (["eval", "zp-lke", "--model", "{causal}", "--relations", " , "], ["--relations", "empty"]),
+    (["eval", "zp-lke", "--model", "{causal}", "--limit", "-1"], ["--limit", "must be >= 0"]),
     (["eval", "monitor", "--model", "{causal}"], ["lacks templates.parquet"]),
 ])
 def test_bad_input(mc_dir, tiny_causal_dir, tiny_masked_dir, tmp_path, args, needles):

@@ -14,7 +14,7 @@ from tests.probes.test_runner import facts_many
 
 @pytest.mark.slow
 def test_scores_equal_lm_eval_and_full_sequence(tiny_causal_dir, tmp_path):
-    lm_eval = pytest.importorskip("lm_eval")
+    pytest.importorskip("lm_eval")
     from lm_eval.api.instance import Instance
     from lm_eval.models.huggingface import HFLM
 

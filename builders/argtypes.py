@@ -1,0 +1,60 @@
+"""argparse ``type=`` converters shared by every ``factprobe`` sub-command.
+
+They raise ``argparse.ArgumentTypeError`` so a bad value ends as argparse's one-line usage error
+(exit 2) rather than a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+
+
+def count(value: str) -> int:
+    """A whole number >= 0.
+
+    >>> count("12")
+    12
+    >>> count("-1")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: '-1' must be >= 0
+    """
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{value!r} must be >= 0")
+    return n
+
+
+def fraction(value: str) -> float:
+    """A number in (0, 1].
+
+    >>> fraction("0.7")
+    0.7
+    >>> fraction("0")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: '0' must be in (0, 1]
+    """
+    try:
+        x = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not 0 < x <= 1:
+        raise argparse.ArgumentTypeError(f"{value!r} must be in (0, 1]")
+    return x
+
+
+def relation_list(value: str) -> tuple[str, ...] | None:
+    """Comma-separated relation ids, or ``all`` (None: no filter).
+
+    >>> relation_list(" P19, P36 ,")
+    ('P19', 'P36')
+    >>> relation_list("ALL") is None
+    True
+    """
+    if value.strip().lower() == "all":
+        return None
+    names = tuple(v.strip() for v in value.split(",") if v.strip())
+    if not names:
+        raise argparse.ArgumentTypeError("empty: give a comma-separated list or 'all'")
+    return names
