@@ -15,7 +15,8 @@ from tqdm.auto import tqdm
 from ..errors import UserError
 from ..facts import SourceResult
 from ..tables import file_sha256
-from .common import bad_line, check_relations, natural_key, text_frame, wanted_relations
+from .common import (TextColumns, bad_line, check_relations, natural_key, text_frame,
+                     wanted_relations)
 
 REQUIRED = ("subject", "relation", "object")
 OPTIONAL = ("subject_label", "object_label", "relation_label", "subject_aliases",
@@ -63,8 +64,7 @@ def read_csv(path: str, relations: list[str] | None, *, limit: int | None = None
     wanted = wanted_relations(relations)
     want = set(wanted) if wanted is not None else None
 
-    cols: dict[str, list] = {c: [] for c in
-                             ("relation_id", "subject_id", "object_id", "subject", "object")}
+    cols = TextColumns(["relation_id", "subject_id", "object_id", "subject", "object"])
     alias_ids: list[str] = []
     alias_vals: list[str] = []
     rel_labels: dict[str, str] = {}
@@ -165,6 +165,7 @@ def read_csv(path: str, relations: list[str] | None, *, limit: int | None = None
                 cols["object"].append(oid)
             else:
                 cols["object"].append(row[i_olab].strip() or None)
+            cols.row_done()
         bar.update(rows % _PROGRESS_EVERY)
 
     check_relations(wanted, present, path)
@@ -182,7 +183,7 @@ def read_csv(path: str, relations: list[str] | None, *, limit: int | None = None
         "relations": read,
     }
     return SourceResult(
-        triples=text_frame(cols),
+        triples=cols.frame(),
         aliases=text_frame({"entity_id": alias_ids, "alias": alias_vals}),
         relations=text_frame(rel_meta),
         provenance=provenance,

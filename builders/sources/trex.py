@@ -24,7 +24,8 @@ from tqdm.auto import tqdm
 
 from ..errors import UserError
 from ..facts import SourceResult
-from .common import bad_line, check_relations, natural_key, text_frame, wanted_relations
+from .common import (TextColumns, bad_line, check_relations, natural_key, text_frame,
+                     wanted_relations)
 
 try:  # orjson is an optional speed-up (several times faster on multi-million-line T-REx dumps)
     import orjson as _orjson
@@ -117,13 +118,11 @@ def _json_error(exc: ValueError) -> str:
 def _read_lama(path: str, files: list[Path], wanted: list[str] | None, limit: int | None,
                skip_bad: bool, progress: bool) -> SourceResult:
     want = set(wanted) if wanted is not None else None
-    rel_col: list[str] = []
-    sid_col: list[str] = []
-    oid_col: list[str] = []
-    sub_col: list[str | None] = []
-    obj_col: list[str | None] = []
-    title_col: list[str | None] = []
-    text_col: list[str | None] = []
+    cols = TextColumns(["relation_id", "subject_id", "object_id", "subject", "object",
+                        "evidence_title", "evidence_text"])
+    rel_col, sid_col, oid_col = cols["relation_id"], cols["subject_id"], cols["object_id"]
+    sub_col, obj_col = cols["subject"], cols["object"]
+    title_col, text_col = cols["evidence_title"], cols["evidence_text"]
     kept_per_rel: dict[str, int] = {}
     present: set[str] = set()
     files_info: dict[str, dict] = {}
@@ -201,17 +200,14 @@ def _read_lama(path: str, files: list[Path], wanted: list[str] | None, limit: in
                     any_evidence = True
                     title_col.append(ev[0])
                     text_col.append(ev[1])
+                cols.row_done()
         bad_total += bad
         files_info[name] = {"sha256": h.hexdigest(), "lines": lines, "rows": rows,
                             "bad_lines": bad}
 
     check_relations(wanted, present, path)
-    data = {"relation_id": rel_col, "subject_id": sid_col, "object_id": oid_col,
-            "subject": sub_col, "object": obj_col}
-    if any_evidence:
-        data["evidence_title"] = title_col
-        data["evidence_text"] = text_col
-    triples = text_frame(data)
+    names = list(cols) if any_evidence else list(cols)[:5]
+    triples = cols.frame(names)
     read = sorted(kept_per_rel, key=natural_key)
     provenance = {
         "path": str(path),
