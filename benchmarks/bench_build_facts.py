@@ -70,14 +70,14 @@ def write_csv(table: pa.Table, path: Path) -> None:
     tmp.rename(path)
 
 
-def generate(facts: int, relations: int, seed: int, sources: list[str], lama: Path,
-             csv_path: Path) -> None:
+def generate(facts: int, relations: int, seed: int, missing: dict[str, Path]) -> None:
+    """Write the inputs named in ``missing`` (source -> path) from one generated table."""
     t0 = time.perf_counter()
     table = synthetic_facts(facts, relations, seed)
-    if "trex" in sources and not lama.exists():
-        write_lama(table, lama)
-    if "csv" in sources and not csv_path.exists():
-        write_csv(table, csv_path)
+    if "trex" in missing:
+        write_lama(table, missing["trex"])
+    if "csv" in missing:
+        write_csv(table, missing["csv"])
     print(f"wrote {table.num_rows:,} triples in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
 
 
@@ -91,13 +91,15 @@ def main() -> None:
     ap.add_argument("--json", help="append the numbers to this JSON-lines file")
     args = ap.parse_args()
     work = Path(args.work)
-    lama = work / f"trex-lama-{args.facts}"
-    csv_path = work / f"triples-{args.facts}.csv"
+    inputs = {"trex": work / f"trex-lama-{args.facts}", "csv": work / f"triples-{args.facts}.csv"}
     sources = [s.strip() for s in args.sources.split(",") if s.strip()]
-    if ("trex" in sources and not lama.exists()) or ("csv" in sources and not csv_path.exists()):
-        in_fresh_process(generate, args.facts, args.relations, args.seed, sources, lama, csv_path)
+    if unknown := sorted(set(sources) - set(inputs)):
+        ap.error(f"--sources: unknown {', '.join(unknown)}; choose from trex, csv")
+    missing = {s: inputs[s] for s in sources if not inputs[s].exists()}
+    if missing:
+        in_fresh_process(generate, args.facts, args.relations, args.seed, missing)
     for source in sources:
-        path = lama if source == "trex" else csv_path
+        path = inputs[source]
         out = work / f"facts-{source}-{args.facts}"
         cmd = [sys.executable, "-m", "evaluators.cli", "build", "facts", "--quiet", "--source",
                source, "--path", str(path), "--relations", "all", "--out", str(out)]
