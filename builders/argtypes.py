@@ -26,6 +26,39 @@ def count(value: str) -> int:
     return n
 
 
+def positive(value: str) -> int:
+    """A whole number >= 1.
+
+    >>> positive("3")
+    3
+    >>> positive("0")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: '0' must be >= 1
+    """
+    n = count(value)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} must be >= 1")
+    return n
+
+
+def seconds(value: str) -> float:
+    """A duration in seconds, > 0.
+
+    >>> seconds("2.5")
+    2.5
+    >>> seconds("-1")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: '-1' must be a number of seconds > 0
+    """
+    try:
+        x = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not x > 0 or x != x or x == float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r} must be a number of seconds > 0")
+    return x
+
+
 def fraction(value: str) -> float:
     """A number in (0, 1].
 

@@ -1,0 +1,55 @@
+"""A small workspace for the contract tests: real datasets built by the real command line from
+the bundled sample graph, a tiny model, a finished run, and some files of the user's own."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from .harness import run
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "data" / "kg" / "sample.ttl"
+TEMPLATES = ROOT / "data" / "templates"
+RELATIONS = "rel:capital,rel:officialLanguage,rel:continent"
+
+# name -> the command that builds it inside the workspace (order matters)
+BUILD = [
+    ("facts", ["build", "facts", "--source", "rdf", "--path", str(SAMPLE), "--relations",
+               RELATIONS, "--date-format", "year"]),
+    ("aliases", ["build", "aliases", "--facts", "facts", "--via", "graph"]),
+    ("mc", ["build", "mc", "--facts", "aliases", "--choices", "5", "--min-facts", "10",
+            "--min-objects", "5", "--train", "5", "--test", "6", "--seed", "0"]),
+    ("templates", ["build", "templates", "--facts", "aliases", "--templates-dir",
+                   str(TEMPLATES), "--paraphrases", "0"]),
+    ("misprimes", ["build", "misprimes", "--facts", "aliases"]),
+    ("multiprompt", ["build", "multiprompt", "--facts", "aliases", "--templates", "templates"]),
+    ("fktc", ["build", "fktc", "--facts", "aliases", "--templates", "templates"]),
+]
+
+
+@pytest.fixture(scope="session")
+def workspace_template(tmp_path_factory, tiny_causal_dir, tiny_masked_dir) -> Path:
+    ws = tmp_path_factory.mktemp("contract-ws")
+    for name, argv in BUILD:
+        proc = run([*argv, "--out", name, "--quiet"], cwd=ws)
+        assert proc.returncode == 0, f"building {name}: {proc.stderr}"
+    shutil.copytree(tiny_causal_dir, ws / "model")
+    shutil.copytree(tiny_masked_dir, ws / "mlm")
+    proc = run(["eval", "zp-lke", "--dataset", "mc", "--model", "model", "--examples", "2",
+                "--response-tokens", "0", "--out", "run", "--quiet"], cwd=ws)
+    assert proc.returncode == 0, f"eval: {proc.stderr}"
+    user = ws / "mine"
+    user.mkdir()
+    (user / "notes.txt").write_text("a user's own notes\n")
+    (ws / "userfile.txt").write_text("a user's own file\n")
+    return ws
+
+
+@pytest.fixture
+def workspace(workspace_template, tmp_path) -> Path:
+    """A fresh copy per test: a case may only ever damage its own copy."""
+    ws = tmp_path / "ws"
+    shutil.copytree(workspace_template, ws, symlinks=True)
+    return ws
