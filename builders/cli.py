@@ -210,6 +210,9 @@ def _run_nobel(args) -> str:
 def common_flags() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--quiet", action="store_true", help="no progress bars or messages")
+    common.add_argument("--force", action="store_true",
+                        help="replace a factprobe output of another kind at --out, or one "
+                             "holding files factprobe did not write (those are kept)")
     return common
 
 

@@ -29,8 +29,8 @@ import yaml
 
 from .errors import UserError
 from .hub_card import CardOptions, RepoVersion, render_card
-from .tables import (atomic_folder, dumps_json, factprobe_version, file_sha256, read_manifest,
-                     write_parquet)
+from .outdir import atomic_folder, stamp
+from .tables import dumps_json, factprobe_version, file_sha256, read_manifest, write_parquet
 
 LAYOUT_FILE = "factprobe_layout.json"
 LAYOUT_FORMAT = 1
@@ -155,7 +155,7 @@ def export_hub_folder(dataset: str | os.PathLike, out: str | os.PathLike,
                         f"Hub folder somewhere else")
     version = version or repo_version(dataset)
     tables: dict[str, dict] = {}
-    with atomic_folder(out) as tmp:
+    with atomic_folder(out, "publish", flag="--dry-run") as tmp:
         for name in names:
             table = pq.read_table(dataset / f"{name}.parquet")
             parts, runs, empty_is_train = split_runs(table)
@@ -174,9 +174,12 @@ def export_hub_folder(dataset: str | os.PathLike, out: str | os.PathLike,
         layout = {"format": LAYOUT_FORMAT, "exported_with": f"factprobe {factprobe_version()}",
                   "tables": tables}
         shutil.copyfile(dataset / "dataset.json", tmp / "dataset.json")
-        (tmp / LAYOUT_FILE).write_text(dumps_json(layout), encoding="utf-8")
         card = render_card(manifest, layout, options, version, _relation_labels(dataset))
         (tmp / "README.md").write_text(card, encoding="utf-8")
+        # The layout is the folder's ownership marker too (builders.outdir): it is uploaded
+        # with the rest, and lists exactly what was.
+        (tmp / LAYOUT_FILE).write_text(dumps_json(stamp(layout, tmp, "publish")),
+                                       encoding="utf-8")
     return out
 
 
@@ -233,7 +236,7 @@ def assemble_dataset_folder(folder: str | os.PathLike, out: str | os.PathLike) -
     layout = read_layout(folder)
     if not (folder / "dataset.json").is_file():
         raise UserError(f"{folder} has no dataset.json: it was not exported by factprobe")
-    with atomic_folder(out) as tmp:
+    with atomic_folder(out, "dataset") as tmp:
         for name, entry in layout["tables"].items():
             write_parquet(_reassemble(folder, name, entry), tmp / f"{name}.parquet")
         shutil.copyfile(folder / "dataset.json", tmp / "dataset.json")

@@ -1,4 +1,4 @@
-"""Table schemas and the atomic, byte-stable writing of dataset folders.
+"""Table schemas and the byte-stable writing of dataset folders (atomic: builders.outdir).
 
 A dataset is a folder of Parquet tables plus ``dataset.json``. Every table is written from an
 explicit Arrow schema (no pandas index or metadata), rows sorted by the builder, so the same
@@ -6,20 +6,18 @@ inputs give the same bytes.
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .errors import UserError
+from .outdir import atomic_folder, stamp
 
 SCHEMA_VERSION = 1
 
@@ -102,35 +100,15 @@ def dumps_json(obj: Any) -> str:
     return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-@contextlib.contextmanager
-def atomic_folder(out: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary sibling of ``out`` to fill; it replaces ``out`` in one rename at the
-    end, so an interrupted writer leaves the previous folder (or nothing), never half of one.
-    The sibling sits in the same directory so that the rename never crosses filesystems."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
-        yield tmp
-        old = None
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
-            os.replace(out, old)
-        os.replace(tmp, out)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
 def write_dataset(out: str | os.PathLike, tables: Mapping[str, pa.Table],
                   manifest: Mapping[str, Any]) -> Path:
-    """Write tables and ``dataset.json`` into ``out`` atomically (see ``atomic_folder``)."""
-    with atomic_folder(out) as tmp:
+    """Write tables and ``dataset.json`` into ``out`` atomically; ``out`` must be free or a
+    dataset of the same kind (see :mod:`builders.outdir`)."""
+    with atomic_folder(out, "dataset", manifest.get("kind")) as tmp:
         for name, table in tables.items():
             write_parquet(table, tmp / f"{name}.parquet")
-        (tmp / "dataset.json").write_text(dumps_json(dict(manifest)), encoding="utf-8")
+        (tmp / "dataset.json").write_text(dumps_json(stamp(dict(manifest), tmp, "dataset")),
+                                          encoding="utf-8")
     return Path(out)
 
 

@@ -7,6 +7,8 @@ import sys
 
 from builders.errors import UserError
 
+from .cli_outputs import guarded_outputs
+
 
 class OneLineParser(argparse.ArgumentParser):
     """argparse prints the whole usage before an error; one line says it better."""
@@ -39,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        message = args.run(args)
+        with guarded_outputs(args):
+            message = args.run(args)
     except UserError as exc:
         print(f"factprobe: error: {exc}", file=sys.stderr)
         return 2

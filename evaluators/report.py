@@ -5,6 +5,7 @@ and plots.
 Layout of ``--out``::
 
     report.md                       everything below, readable on GitHub
+    report.json                     the files of this report (what a rerun may replace)
     metrics.json                    headline numbers of every run and setting (DVC metrics)
     runs/<dataset>/<method>/<model>/metrics.json   each run's full metrics, recomputed
     tables/*.csv, tables/*.md       leaderboard, per_relation, validity, comparisons, matrices
@@ -20,11 +21,8 @@ setting) and MONITOR.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -33,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from builders.errors import UserError
+from builders.outdir import atomic_folder, stamp
 from builders.tables import dumps_json
 
 from .metrics import suite
@@ -488,9 +487,7 @@ def build_report(cfg: ReportConfig) -> Path:
     notes.extend(skipped)
 
     out = Path(cfg.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
+    with atomic_folder(out, "report") as tmp:
         for r in runs:
             target = tmp / "runs" / _slug(r.dataset) / r.method / Path(*[
                 _slug(p) for p in r.label.split("/")]) / "metrics.json"
@@ -528,25 +525,9 @@ def build_report(cfg: ReportConfig) -> Path:
         report = render(runs, lb_md, rel_md, validity_markdown(val_table),
                         comparisons_markdown(tests), mat_md, figures, notes, cfg)
         (tmp / "report.md").write_text(report, encoding="utf-8")
-        _replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        # The report's ownership marker (builders.outdir): what a rerun may replace.
+        (tmp / "report.json").write_text(dumps_json(stamp({}, tmp, "report")), encoding="utf-8")
     return out
-
-
-def _replace(tmp: Path, out: Path) -> None:
-    """Replace ``out``'s report files by the new ones in one go per entry (``out`` may hold
-    other things, e.g. DVC's .gitignore)."""
-    out.mkdir(parents=True, exist_ok=True)
-    for entry in sorted(tmp.iterdir()):
-        dest = out / entry.name
-        if dest.is_dir() and not dest.is_symlink():
-            shutil.rmtree(dest)
-        elif dest.exists() or dest.is_symlink():
-            dest.unlink()
-        os.replace(entry, dest)
-    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def render(runs, lb_md, rel_md, val_md, cmp_md, mat_md, figures, notes, cfg) -> str:

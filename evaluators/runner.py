@@ -23,8 +23,8 @@ import pyarrow as pa
 from tqdm import tqdm
 
 from builders.errors import UserError
-from builders.tables import (atomic_folder, dumps_json, file_sha256, read_manifest,
-                             write_parquet)
+from builders.outdir import atomic_folder, stamp
+from builders.tables import dumps_json, file_sha256, read_manifest, write_parquet
 from probes.backends import BackendConfig
 from probes.plan import Plan, Stage
 from probes.requests import prompt_id
@@ -159,14 +159,14 @@ def _sorted(outputs: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_run(out: Path, outputs: pd.DataFrame, prompts: dict, run: dict, metrics: dict) -> Path:
-    with atomic_folder(out) as tmp:
+    with atomic_folder(out, "run") as tmp:
         write_parquet(pa.Table.from_pandas(_sorted(outputs), preserve_index=False),
                       tmp / "outputs.parquet")
         ptable = pa.table({"prompt_id": sorted(prompts),
                            "text": [prompts[k] for k in sorted(prompts)]})
         write_parquet(ptable, tmp / "prompts.parquet")
-        (tmp / "run.json").write_text(dumps_json(run), encoding="utf-8")
         (tmp / "metrics.json").write_text(dumps_json(metrics), encoding="utf-8")
+        (tmp / "run.json").write_text(dumps_json(stamp(run, tmp, "run")), encoding="utf-8")
     return out
 
 

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from builders.errors import UserError
-from builders.tables import atomic_folder, dumps_json, read_manifest, read_table
+from builders.outdir import atomic_folder, stamp
+from builders.tables import dumps_json, read_manifest, read_table
 
 
 @dataclass(frozen=True)
@@ -201,13 +202,13 @@ def _write(model, tokenizer, cfg: PlantConfig, manifest: dict, planted: set, hel
     from .model_factory import save
     steps_per_epoch = max(1, total // max(1, cfg.epochs))
     out = Path(cfg.out)
-    with atomic_folder(out) as tmp:
+    with atomic_folder(out, "model") as tmp:
         save(model, tokenizer, tmp)
-        (tmp / "planted.json").write_text(dumps_json({
+        (tmp / "planted.json").write_text(dumps_json(stamp({
             "dataset": manifest.get("name"), "planted": sorted(planted),
             "held_out": sorted(held), "config": asdict(cfg) | {"dataset": cfg.dataset},
             "final_loss": round(float(np.mean(losses[-steps_per_epoch:])), 4),
-            "steps": total}), encoding="utf-8")
+            "steps": total}, tmp, "model")), encoding="utf-8")
     return out
 
 
