@@ -42,9 +42,10 @@ RENAME_EXCHANGE = 2
 # What renameat2 answers when the kernel, libc or file system lacks the flag.
 _UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP}
 # .NAME.tmp-PID-RAND (a writer's), .NAME.old-PID[-RAND] (a replaced folder), and the
-# .NAME.tmp-XXXXXXXX that factprobe wrote with tempfile.mkdtemp before names carried a PID.
+# .NAME.tmp-XXXXXXXX that factprobe wrote with tempfile.mkdtemp before names carried a PID
+# (only ever removed beside a dead .NAME.old-PID, the pair such a writer left when killed).
 _TEMP = re.compile(r"^\.(?P<name>.+)\.(?P<role>tmp|old)-(?P<pid>[1-9]\d{0,9})(?:-[0-9a-z]+)?$")
-_LEGACY_TMP = re.compile(r"^\.(?P<name>.+)\.tmp-[0-9a-z_]{8}$")
+_LEGACY_TMP = re.compile(r"^\.(?P<name>.+)\.tmp-\w+$")
 
 
 @dataclass(frozen=True)
@@ -258,11 +259,10 @@ def recover(parent: Path) -> None:
             _recover_one(parent / name, temps)
 
 
-def _ours(folder: Path) -> bool:
-    """Whether a folder with a temporary name is factprobe's: an unfinished write (sentinel), a
-    marked output, or a folder holding nothing of anyone's (version-control files at most).
-    factprobe never moves anything else aside, so a lookalike of the user's is left alone."""
-    if (folder / SENTINEL).exists() or identify(folder).kind is not None:
+def _replaced(folder: Path) -> bool:
+    """Whether a folder with a temporary name holds a whole output (marked), or nothing of
+    anyone's (version-control files at most): a folder factprobe moved aside or finished."""
+    if identify(folder).kind is not None:
         return True
     return all(Path(p).name in BOOKKEEPING for p in contents(folder))
 
@@ -270,12 +270,14 @@ def _ours(folder: Path) -> bool:
 def _recover_one(out: Path, temps: list[tuple[Temp, Path]]) -> None:
     rest = []
     for t, p in temps:
-        if not _ours(p):
-            continue
-        if t.role == "tmp" and (p / SENTINEL).exists():
-            shutil.rmtree(p, ignore_errors=True)       # an unfinished write
-        else:
+        if t.role == "tmp" and ((p / SENTINEL).exists() or not _replaced(p)):
+            # An unfinished write: the sentinel says so, and a temporary folder of a dead
+            # writer holding anything but a whole output can be nothing else.
+            shutil.rmtree(p, ignore_errors=True)
+        elif _replaced(p):
             rest.append((t, p))
+        # else an ``.old`` name over someone's folder: factprobe only ever moves whole outputs
+        # aside, so this is not one of its own; it is left where it is.
     if not os.path.lexists(out):
         # Killed between the two renames (or before a first install): put the previous
         # folder back, else finish installing a complete new one.

@@ -266,8 +266,8 @@ def test_live_writer_is_left_alone(workspace):
 
 
 def test_checkpoints_and_lookalikes_are_left_alone(workspace):
-    """An eval's resume checkpoint, and a user's folder that merely looks like a temporary
-    name of a dead process, are not factprobe's to remove."""
+    """An eval's resume checkpoint, and a user's folder that merely looks like a replaced
+    output of a dead process, are not factprobe's to touch; dead writers' temp folders go."""
     partial = workspace / ".run.partial"
     partial.mkdir()
     (partial / "main-00000-0123456789abcdef.parquet").write_bytes(b"chunk")
@@ -277,10 +277,13 @@ def test_checkpoints_and_lookalikes_are_left_alone(workspace):
     (lookalike / "diary.txt").write_text("mine\n")
     empty_dead = workspace / f".gone.tmp-{pid}-0badcafe"
     empty_dead.mkdir()                              # killed between mkdir and its sentinel
+    half = workspace / f".mc.tmp-{pid}-x"             # a dead writer's half-written tables
+    half.mkdir()
+    (half / "facts.parquet").write_bytes(b"PAR1 half")
     before = snapshot(workspace)
     _ok(NEXT_DOOR, workspace)
     after = snapshot(workspace)
     assert not (workspace / "notes").exists()
-    assert not empty_dead.exists()
-    kept = {k: v for k, v in before.items() if not k.startswith(".gone.")}
+    assert not empty_dead.exists() and not half.exists()
+    kept = {k: v for k, v in before.items() if not k.startswith((".gone.", ".mc.tmp-"))}
     assert {k: after[k] for k in kept} == kept
