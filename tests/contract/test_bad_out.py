@@ -152,6 +152,8 @@ def _cases() -> list[Case]:
         Case("eval-belief-proc", _argv("belief", "/proc/factprobe-out"), ("/proc",)),
         Case("eval-monitor-sys", _argv("monitor", "/sys/factprobe-out"), ("/sys",)),
         Case("eval-prompt-through-file", _argv("prompt", "userfile.txt/sub"), ("not a folder",)),
+        # an empty --dry-run must not fall through to uploading
+        Case("publish-dry-run-empty", _argv("publish", ""), ("--dry-run", "empty")),
         Case("eval-dataset-parent", _argv("zp-lke", "mc/.."), ("working directory",)),
         Case("mc-output-of-a-run", _argv("mc", "run"), ("run folder", "--force")),
         Case("plant-unmarked-model-folder", _argv("plant", "model"), ("did not write",)),
