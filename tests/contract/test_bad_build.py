@@ -3,10 +3,12 @@ exit 2, one line naming what is wrong, no traceback, nothing of the workspace ch
 
 Three tables: inputs on disk (numbers, contradictory flags, paths, datasets of the wrong kind,
 damaged Parquet and manifests, text files that are not UTF-8 or hold NUL bytes, malformed
-templates, injection attempts), and network faults against real local servers (SPARQL through a
-scripted proxy in front of Oxigraph, a Wikidata Action API stand-in, an OpenAI-compatible chat
-server). The tests after the tables check the caches: an answer of the wrong shape never enters
+templates, injection attempts), damaged tables met by eval and publish through the same shared
+reader, and network faults against real local servers (SPARQL through a scripted proxy in front
+of Oxigraph, a Wikidata Action API stand-in, an OpenAI-compatible chat server). The tests after the tables check the caches: an answer of the wrong shape never enters
 one, and an entry already bad on disk is fetched again rather than replayed.
+
+(Longer than a module should be because it is a table: one row per case, read row by row.)
 """
 from __future__ import annotations
 
