@@ -10,11 +10,12 @@ import pyarrow as pa
 
 from .errors import UserError
 from .facts import alias_lists
+from .inputs import FACTS, input_dataset
 from .iris import SKOS, WELL_KNOWN, is_wikidata_id, resolve
 from .retry import RetryPolicy
 from .sources.graph import checked_lang
 from .sparql import Endpoint, HttpEndpoint, LocalGraph
-from .tables import base_manifest, file_sha256, read_manifest, read_table, write_dataset
+from .tables import base_manifest, file_sha256, read_table, write_dataset
 
 VALUES_BATCH = 200  # entity IRIs per altLabel query: keeps each query well under URL/POST limits
 
@@ -37,12 +38,14 @@ class AliasConfig:
 
 
 def _graph_for(cfg: AliasConfig, manifest: dict) -> tuple[Endpoint, dict[str, str]]:
-    src = manifest.get("source", {})
-    params = manifest.get("params", {})
+    # a hand-edited manifest may hold anything: only maps are read
+    src = manifest.get("source") if isinstance(manifest.get("source"), dict) else {}
+    params = manifest.get("params") if isinstance(manifest.get("params"), dict) else {}
+    prefixes = params.get("prefixes") if isinstance(params.get("prefixes"), dict) else {}
     policy = RetryPolicy(retries=cfg.retries)
     if cfg.path or (not cfg.endpoint and src.get("path") and str(src.get("type", "")).startswith("rdf")):
         graph = LocalGraph(cfg.path or src["path"])
-        return graph, {**WELL_KNOWN, **graph.prefixes, **params.get("prefixes", {})}
+        return graph, {**WELL_KNOWN, **graph.prefixes, **prefixes}
     url = cfg.endpoint or src.get("endpoint")
     if not url:
         raise UserError(f"{cfg.facts} was built from {src.get('type', 'an unknown source')}, "
@@ -50,7 +53,7 @@ def _graph_for(cfg: AliasConfig, manifest: dict) -> tuple[Endpoint, dict[str, st
                         f"--endpoint URL, or use --via wikidata")
     return (HttpEndpoint(url, cache_dir=cfg.cache_dir, contact=cfg.contact,
                          timeout_s=cfg.timeout_s, policy=policy, refresh=cfg.refresh),
-            dict(params.get("prefixes", {})))
+            dict(prefixes))
 
 
 def graph_aliases(endpoint: Endpoint, ids: list[str], prefixes: dict[str, str], lang: str
@@ -68,7 +71,7 @@ def graph_aliases(endpoint: Endpoint, ids: list[str], prefixes: dict[str, str], 
         values = " ".join(f"<{x}>" for x in iris[i:i + VALUES_BATCH])
         q = (f"SELECT ?e ?a WHERE {{ VALUES ?e {{ {values} }} ?e <{SKOS}altLabel> ?a . "
              f"FILTER(LCASE(LANG(?a)) = \"{lang}\") }} ORDER BY ?e ?a")
-        for b in endpoint.select(q)["results"]["bindings"]:
+        for b in endpoint.select(q, ("e", "a"))["results"]["bindings"]:
             rows.append((iri_of[b["e"]["value"]], b["a"]["value"]))
     return pd.DataFrame(rows, columns=["entity_id", "alias"])
 
@@ -88,13 +91,23 @@ def wikidata_aliases(cfg: AliasConfig, ids: list[str]) -> tuple[pd.DataFrame, di
         "api": "wbgetentities", "retrieved": list(names.retrieval_dates)}
 
 
+NAME_COLUMNS = ["subject_id", "object_id", "subject", "object", "subject_aliases",
+                "object_aliases"]
+
+
 def build_aliases(cfg: AliasConfig) -> Path:
-    from .hub import open_dataset  # --facts may be a Hub-layout folder or hf://ORG/NAME
-    cfg = replace(cfg, facts=str(open_dataset(cfg.facts)))
+    if cfg.via == "wikidata" and (cfg.path or cfg.endpoint):
+        raise UserError("--path and --endpoint are for --via graph; --via wikidata asks the "
+                        "Wikidata API (--api-url)")
+    if cfg.path and cfg.endpoint:
+        raise UserError("give --path FILE or --endpoint URL to read altLabels from, not both")
+    if cfg.via == "graph" and cfg.api_url:
+        raise UserError("--api-url is for --via wikidata; --via graph reads --path or "
+                        "--endpoint")
+    folder, manifest = input_dataset(cfg.facts, "--facts", FACTS, columns=NAME_COLUMNS)
+    cfg = replace(cfg, facts=str(folder))
     facts = read_table(cfg.facts, "facts")
-    manifest = read_manifest(cfg.facts)
-    df = facts.select(["subject_id", "object_id", "subject", "object", "subject_aliases",
-                       "object_aliases"]).to_pandas()
+    df = facts.select(NAME_COLUMNS).to_pandas()
     ids = sorted(set(df["subject_id"]) | set(df["object_id"]))
     if cfg.via == "wikidata":
         fetched, provenance = wikidata_aliases(cfg, ids)

@@ -41,21 +41,49 @@ def positive(value: str) -> int:
     return n
 
 
+def _number(value: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+
+
+MAX_SECONDS = 86_400.0  # a day: sockets refuse timeouts near the float range, and no request
+                        # a build makes is worth waiting longer for
+
+
 def seconds(value: str) -> float:
-    """A duration in seconds, > 0.
+    """A duration in seconds, > 0 and at most a day.
 
     >>> seconds("2.5")
     2.5
     >>> seconds("-1")
     Traceback (most recent call last):
     argparse.ArgumentTypeError: '-1' must be a number of seconds > 0
+    >>> seconds("1e300")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: '1e300' is more than a day (86400 s)
     """
-    try:
-        x = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    x = _number(value)
     if not x > 0 or x != x or x == float("inf"):
         raise argparse.ArgumentTypeError(f"{value!r} must be a number of seconds > 0")
+    if x > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{value!r} is more than a day ({MAX_SECONDS:.0f} s)")
+    return x
+
+
+def temperature(value: str) -> float:
+    """A sampling temperature: a finite number >= 0.
+
+    >>> temperature("0.7")
+    0.7
+    >>> temperature("nan")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: 'nan' must be a number >= 0
+    """
+    x = _number(value)
+    if not 0 <= x < float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r} must be a number >= 0")
     return x
 
 
@@ -68,10 +96,7 @@ def fraction(value: str) -> float:
     Traceback (most recent call last):
     argparse.ArgumentTypeError: '0' must be in (0, 1]
     """
-    try:
-        x = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    x = _number(value)
     if not 0 < x <= 1:
         raise argparse.ArgumentTypeError(f"{value!r} must be in (0, 1]")
     return x

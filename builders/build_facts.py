@@ -42,8 +42,19 @@ class FactsConfig:
         return params
 
 
+def check_flags(cfg: FactsConfig) -> None:
+    """A flag the source would ignore is a mistake worth a line, not a silent surprise."""
+    if cfg.path and cfg.source in ("wikidata", "sparql"):
+        raise UserError(f"--path is for the rdf, trex and csv sources; --source {cfg.source} "
+                        f"reads from --endpoint")
+    if cfg.endpoint and cfg.source in ("rdf", "trex", "csv"):
+        raise UserError(f"--endpoint is for the sparql and wikidata sources; --source "
+                        f"{cfg.source} reads --path")
+
+
 def read_source(cfg: FactsConfig) -> SourceResult:
     from .sources.graph import PREDICATES_QUERY, GraphQueryConfig, GraphReader
+    check_flags(cfg)
     if cfg.source in ("wikidata", "sparql", "rdf"):
         policy = RetryPolicy(retries=cfg.retries)
         if cfg.source == "rdf":
@@ -69,7 +80,7 @@ def read_source(cfg: FactsConfig) -> SourceResult:
             if cfg.source != "rdf":
                 raise UserError(f"--relations all works for rdf, trex and csv sources; name the "
                                 f"relations for {cfg.source} (e.g. --relations P36,P37)")
-            res = endpoint.select(PREDICATES_QUERY.replace(" LIMIT 40", ""))
+            res = endpoint.select(PREDICATES_QUERY.replace(" LIMIT 40", ""), ("p",))
             skip = {WELL_KNOWN["rdf"] + "type"}
             relations = [compact(b["p"]["value"], prefixes)
                          for b in res["results"]["bindings"] if b["p"]["value"] not in skip]

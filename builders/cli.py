@@ -2,10 +2,17 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-from .argtypes import count, relation_list
+from .argtypes import count, positive, relation_list, seconds
 from .errors import UserError
+
+
+def show_progress(args) -> bool:
+    """Progress bars unless --quiet, and only on a terminal: a captured stderr (a pipeline, a
+    test) then holds nothing but the one line an error is."""
+    return not args.quiet and sys.stderr.isatty()
 
 
 def _network_flags(p: argparse.ArgumentParser) -> None:
@@ -15,7 +22,7 @@ def _network_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--cache-dir", help="response cache; default $FACTPROBE_CACHE_DIR or "
                    "~/.cache/factprobe")
     g.add_argument("--refresh", action="store_true", help="ignore cached responses")
-    g.add_argument("--timeout", type=float, default=65.0, help="seconds per request (65)")
+    g.add_argument("--timeout", type=seconds, default=65.0, help="seconds per request (65)")
     g.add_argument("--retries", type=count, default=3,
                    help="retries after a failure, with backoff 1, 2, 4 s... (3)")
 
@@ -45,10 +52,10 @@ def _add_facts(sub, common) -> None:
     p.add_argument("--path", help="input file or folder (rdf, trex, csv)")
     p.add_argument("--relations", required=True, type=relation_list,
                    help="comma-separated relation ids (P36, prefix:name, full IRI) or 'all'")
-    p.add_argument("--limit", type=count, help="at most N facts per relation")
+    p.add_argument("--limit", type=positive, help="at most N facts per relation")
     p.add_argument("--out", required=True, help="output dataset folder")
     p.add_argument("--lang", default="en", help="label language (en)")
-    p.add_argument("--page-size", type=count, default=10_000, help="SPARQL page size")
+    p.add_argument("--page-size", type=positive, default=10_000, help="SPARQL page size")
     p.add_argument("--date-format", choices=("date", "year"), default="date",
                    help="how date objects are written: 1879-03-14 or 1879")
     p.add_argument("--prefix", action="append", metavar="NAME=IRI",
@@ -64,10 +71,10 @@ def _run_facts(args) -> str:
     from .iris import parse_prefix_args
     cfg = FactsConfig(source=args.source, relations=args.relations, out=args.out,
                       path=args.path, endpoint=args.endpoint, limit=args.limit, lang=args.lang,
-                      page_size=args.page_size or 10_000, date_format=args.date_format,
+                      page_size=args.page_size, date_format=args.date_format,
                       prefixes=parse_prefix_args(args.prefix), skip_bad=args.skip_bad,
                       contact=args.contact, cache_dir=_cache_dir(args), refresh=args.refresh,
-                      timeout_s=args.timeout, retries=args.retries, progress=not args.quiet)
+                      timeout_s=args.timeout, retries=args.retries, progress=show_progress(args))
     out = build_facts(cfg)
     return f"wrote {out}"
 
@@ -99,7 +106,7 @@ def _run_aliases(args) -> str:
                       path=args.path,
                       endpoint=args.endpoint, lang=args.lang, contact=args.contact,
                       cache_dir=_cache_dir(args), refresh=args.refresh, timeout_s=args.timeout,
-                      retries=args.retries, progress=not args.quiet)
+                      retries=args.retries, progress=show_progress(args))
     return f"wrote {build_aliases(cfg)}"
 
 
@@ -115,14 +122,15 @@ def _add_mc(sub, common) -> None:
                        epilog=EPILOG_MC, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--facts", required=True, help="a facts dataset folder")
     p.add_argument("--out", required=True, help="output dataset folder")
-    p.add_argument("--choices", type=count, default=100, help="choices per fact (100)")
+    p.add_argument("--choices", type=positive, default=100,
+                   help="choices per fact, the gold one included (100; at least 2)")
     p.add_argument("--min-facts", type=count, default=500,
                    help="keep relations with at least this many facts (500)")
     p.add_argument("--min-objects", type=count, default=100,
                    help="... and at least this many distinct objects (100)")
     p.add_argument("--train", type=count, default=100, help="train rows per relation")
-    p.add_argument("--test", type=count, default=400, help="test rows per relation")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--test", type=positive, default=400, help="test rows per relation")
+    p.add_argument("--seed", type=count, default=0)
     p.add_argument("--exclude-relations", default="",
                    help="comma-separated relations to leave out (ambiguous objects)")
     p.add_argument("--strip-suffix", action="append", metavar="SUFFIX",
@@ -140,7 +148,7 @@ def _run_mc(args) -> str:
                    test=args.test, seed=args.seed,
                    exclude_relations=tuple(x.strip() for x in args.exclude_relations.split(",")
                                            if x.strip()),
-                   strip_suffixes=suffixes, progress=not args.quiet)
+                   strip_suffixes=suffixes, progress=show_progress(args))
     return f"wrote {build_mc(cfg)}"
 
 
@@ -185,6 +193,9 @@ def _run_nobel(args) -> str:
     from .retry import RetryPolicy
     from .sparql import WIKIDATA_ENDPOINT, HttpEndpoint, LocalGraph
     source = args.source or ("sparql" if args.endpoint else "rdf" if args.path else "wikidata")
+    if source == "rdf" and args.endpoint or source != "rdf" and args.path:
+        raise UserError(f"--source {source} reads {'--path' if source == 'rdf' else '--endpoint'}"
+                        f"; drop {'--endpoint' if source == 'rdf' else '--path'}")
     user_prefixes = parse_prefix_args(args.prefix)
     if source == "rdf":
         if not args.path:
@@ -203,7 +214,7 @@ def _run_nobel(args) -> str:
         tag = "wikidata" if source == "wikidata" else f"sparql:{url}"
     model = NobelModel(**{k: getattr(args, k) for k in NobelModel.__dataclass_fields__})
     cfg = NobelConfig(out=args.out, model=model, max_year=args.max_year, lang=args.lang,
-                      progress=not args.quiet)
+                      progress=show_progress(args))
     return f"wrote {build_nobel(endpoint, cfg, prefixes, tag)}"
 
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import argparse
 
-from .argtypes import count, fraction, relation_list
+from .argtypes import count, fraction, positive, relation_list, seconds, temperature
+from .cli import show_progress
 from .errors import UserError
 
 
@@ -11,8 +12,16 @@ def _templates_source(p: argparse.ArgumentParser) -> None:
     p.add_argument("--templates", metavar="DIR",
                    help="a templates dataset (factprobe build templates); default: the "
                         "hand-written templates of --templates-dir")
-    p.add_argument("--templates-dir", default="data/templates",
+    p.add_argument("--templates-dir",
                    help="folder of hand-written template files (data/templates)")
+
+
+def _template_flags(args) -> tuple[str | None, str]:
+    """(--templates, --templates-dir): one source of templates, not two."""
+    if args.templates and args.templates_dir:
+        raise UserError("give --templates DIR (a templates dataset) or --templates-dir DIR "
+                        "(hand-written files), not both")
+    return args.templates, args.templates_dir or "data/templates"
 
 
 EPILOG_TEMPLATES = """examples:
@@ -43,7 +52,7 @@ def _add_templates(sub, common) -> None:
     p.add_argument("--facts", help="a facts dataset: take its relations (and their metadata)")
     p.add_argument("--paraphrases", type=count, default=19,
                    help="paraphrases per hand-written template (19); 0: no LLM")
-    p.add_argument("--max-requests", type=count, default=5,
+    p.add_argument("--max-requests", type=positive, default=5,
                    help="asks per hand-written template before reporting a shortfall (5)")
     g = p.add_argument_group("LLM (any OpenAI-compatible chat endpoint; key in OPENAI_API_KEY)")
     g.add_argument("--llm-base-url", help="endpoint, e.g. https://api.openai.com/v1 or "
@@ -51,17 +60,19 @@ def _add_templates(sub, common) -> None:
     g.add_argument("--llm-model", help="model name (part of every cache key)")
     g.add_argument("--cache-dir", default="data/llm-cache",
                    help="LLM answers, replayed by rebuilds (data/llm-cache)")
-    g.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (1.0)")
-    g.add_argument("--max-tokens", type=count, default=1024, help="answer length cap (1024)")
-    g.add_argument("--seed", type=int, default=0, help="sampling seed sent with requests (0)")
-    g.add_argument("--timeout", type=float, default=120.0, help="seconds per request (120)")
+    g.add_argument("--temperature", type=temperature, default=1.0,
+                   help="sampling temperature (1.0)")
+    g.add_argument("--max-tokens", type=positive, default=1024, help="answer length cap (1024)")
+    g.add_argument("--seed", type=count, default=0, help="sampling seed sent with requests (0)")
+    g.add_argument("--timeout", type=seconds, default=120.0, help="seconds per request (120)")
     g.add_argument("--retries", type=count, default=3,
                    help="retries after a failed request, backoff 1, 2, 4 s... (3)")
     f = p.add_argument_group("filters")
     f.add_argument("--bleu", type=fraction, default=0.7,
                    help="drop a paraphrase whose sentence BLEU with a kept one is >= this (0.7)")
     f.add_argument("--min-words", type=count, default=3, help="shortest template in words (3)")
-    f.add_argument("--max-words", type=count, default=30, help="longest template in words (30)")
+    f.add_argument("--max-words", type=positive, default=30,
+                   help="longest template in words (30)")
     f.add_argument("--y-last", action="store_true",
                    help="drop templates where [Y] is not at the end (left-to-right cloze)")
     r = p.add_argument_group("review")
@@ -88,7 +99,7 @@ def _run_templates(args) -> str:
         facts=args.facts, paraphrases=args.paraphrases, max_requests=args.max_requests, llm=llm,
         filters=FilterConfig(bleu=args.bleu, min_words=args.min_words, max_words=args.max_words,
                              y_last=args.y_last),
-        review_out=args.review_out, review_in=args.review_in, progress=not args.quiet)
+        review_out=args.review_out, review_in=args.review_in, progress=show_progress(args))
     out, summary = build_templates(cfg)
     return summary_message(out, summary)
 
@@ -107,8 +118,8 @@ def _add_misprimes(sub, common) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--facts", required=True, help="a facts dataset folder")
     p.add_argument("--out", required=True, help="output dataset folder")
-    p.add_argument("--negatives", type=count, default=5, help="negatives per fact (5)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--negatives", type=positive, default=5, help="negatives per fact (5)")
+    p.add_argument("--seed", type=count, default=0)
     p.add_argument("--type-relation", metavar="REL",
                    help="only negatives sharing a type (objects of REL, e.g. P31) with the gold")
     p.add_argument("--types", metavar="DIR",
@@ -120,7 +131,7 @@ def _run_misprimes(args) -> str:
     from .misprimes import MisprimeConfig, build_misprimes
     cfg = MisprimeConfig(facts=args.facts, out=args.out, negatives=args.negatives,
                          seed=args.seed, type_relation=args.type_relation, types=args.types,
-                         progress=not args.quiet)
+                         progress=show_progress(args))
     return f"wrote {build_misprimes(cfg)}"
 
 
@@ -146,9 +157,10 @@ def _add_multiprompt(sub, common) -> None:
 
 def _run_multiprompt(args) -> str:
     from .multiprompt import MultipromptConfig, build_multiprompt
-    cfg = MultipromptConfig(facts=args.facts, out=args.out, templates=args.templates,
-                            templates_dir=args.templates_dir, materialize=args.materialize,
-                            progress=not args.quiet)
+    templates, templates_dir = _template_flags(args)
+    cfg = MultipromptConfig(facts=args.facts, out=args.out, templates=templates,
+                            templates_dir=templates_dir, materialize=args.materialize,
+                            progress=show_progress(args))
     return f"wrote {build_multiprompt(cfg)}"
 
 
@@ -169,13 +181,13 @@ def _add_fktc(sub, common) -> None:
                    help="read the MONITOR authors' FKTC files from DIR instead of building")
     p.add_argument("--out", required=True, help="output dataset folder")
     _templates_source(p)
-    p.add_argument("--questions", type=count, default=7,
+    p.add_argument("--questions", type=positive, default=7,
                    help="question templates per relation, the base one included (7)")
-    p.add_argument("--negatives", type=count, default=5, help="negatives per fact (5)")
+    p.add_argument("--negatives", type=positive, default=5, help="negatives per fact (5)")
     p.add_argument("--bleu", type=fraction, default=0.7,
                    help="keep a paraphrased question only if its BLEU with each kept one is "
                         "below this (0.7)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=count, default=0)
     p.set_defaults(run=_run_fktc)
 
 
@@ -184,15 +196,19 @@ def _run_fktc(args) -> str:
         if args.facts:
             raise UserError("give --facts (to build) or --import DIR (to read the authors' "
                             "files), not both")
+        if args.templates or args.templates_dir:
+            raise UserError("--templates and --templates-dir are for building from --facts; "
+                            "--import DIR reads the questions from the authors' files")
         from .fktc_import import FktcImportConfig, import_fktc
         return f"wrote {import_fktc(FktcImportConfig(path=args.import_dir, out=args.out))}"
     if not args.facts:
         raise UserError("factprobe build fktc needs --facts DIR (or --import DIR)")
     from .fktc import FktcConfig, build_fktc
-    cfg = FktcConfig(facts=args.facts, out=args.out, templates=args.templates,
-                     templates_dir=args.templates_dir, questions=args.questions,
+    templates, templates_dir = _template_flags(args)
+    cfg = FktcConfig(facts=args.facts, out=args.out, templates=templates,
+                     templates_dir=templates_dir, questions=args.questions,
                      negatives=args.negatives, seed=args.seed, bleu=args.bleu,
-                     progress=not args.quiet)
+                     progress=show_progress(args))
     return f"wrote {build_fktc(cfg)}"
 
 

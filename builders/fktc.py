@@ -21,8 +21,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import UserError
-from .misprimes import draw_negatives, negatives_array
-from .tables import base_manifest, file_sha256, read_manifest, read_table, write_dataset
+from .inputs import FACTS_OR_MISPRIMES, input_dataset, templates_input
+from .misprimes import NEGATIVE_COLUMNS, draw_negatives, negatives_array
+from .tables import base_manifest, file_sha256, read_table, write_dataset
 from .template_files import Template, question_text, read_templates, templates_table
 from .template_filters import diverse
 
@@ -68,15 +69,13 @@ def prompt_count(facts: pa.Table, questions_per_relation: dict[str, int]) -> int
 def build_fktc(cfg: FktcConfig) -> Path:
     if cfg.questions < 1 or cfg.negatives < 1:
         raise UserError("--questions and --negatives must be at least 1")
-    manifest = read_manifest(cfg.facts)
-    facts = read_table(cfg.facts, "facts")
-    needed = {"fact_id", "relation_id", "subject_id", "object_id", "object", "answers"}
-    if not needed <= set(facts.column_names):
-        raise UserError(f"{cfg.facts}/facts.parquet lacks columns "
-                        f"{sorted(needed - set(facts.column_names))}")
+    folder, manifest = input_dataset(cfg.facts, "--facts", FACTS_OR_MISPRIMES,
+                                     columns=NEGATIVE_COLUMNS)
+    templates_folder = templates_input(cfg.templates)
+    facts = read_table(folder, "facts")
     in_facts = sorted(set(facts["relation_id"].to_pylist()))
     by_rel: dict[str, list[Template]] = defaultdict(list)
-    for t in read_templates(cfg.templates, cfg.templates_dir, in_facts):
+    for t in read_templates(templates_folder, cfg.templates_dir, in_facts):
         by_rel[t.relation_id].append(t)
     chosen: dict[str, list[Template]] = {}
     dropped: dict[str, str] = {}
@@ -105,15 +104,15 @@ def build_fktc(cfg: FktcConfig) -> Path:
               "prompts": prompt_count(facts, n_questions), "per_relation": per_relation,
               "dropped_relations": dropped, "short_negatives": neg_counts["short"]}
     tables = {"facts": facts, "templates": fktc_templates_table(chosen)}
-    if (Path(cfg.facts) / "relations.parquet").exists():
-        rel = read_table(cfg.facts, "relations")
+    if (folder / "relations.parquet").exists():
+        rel = read_table(folder, "relations")
         tables["relations"] = rel.filter(pc.is_in(rel["relation_id"],
                                                   value_set=pa.array(sorted(chosen))))
     source = {"type": "facts", "facts_dataset": manifest.get("name"),
-              "facts_sha256": file_sha256(Path(cfg.facts) / "facts.parquet"),
+              "facts_sha256": file_sha256(folder / "facts.parquet"),
               "templates": cfg.templates or cfg.templates_dir}
-    if cfg.templates:
-        source["templates_sha256"] = file_sha256(Path(cfg.templates) / "templates.parquet")
+    if templates_folder:
+        source["templates_sha256"] = file_sha256(templates_folder / "templates.parquet")
     params = {"questions": cfg.questions, "negatives": cfg.negatives, "seed": cfg.seed,
               "bleu": cfg.bleu}
     return write_dataset(cfg.out, tables, base_manifest(Path(cfg.out).name, "fktc", source,

@@ -27,6 +27,7 @@ from .fktc import fktc_templates_table, prompt_count
 from .tables import (FACTS_SCHEMA, RELATIONS_SCHEMA, base_manifest, fact_id, file_sha256,
                      write_dataset)
 from .template_files import Template
+from .textfiles import nul_error, read_text
 
 _RELATION = re.compile(r"^(P\d+)")
 
@@ -53,6 +54,10 @@ def _json_line(path: Path, lineno: int, line: str) -> dict:
         value = json.loads(line)
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}:{lineno}: not a JSON line ({exc.msg})") from None
+    except RecursionError:
+        raise UserError(f"{path}:{lineno}: nested too deeply to be an FKTC line") from None
+    if "\\u0000" in line.lower():  # the escaped form; a raw NUL is refused by read_text
+        raise nul_error(path, lineno)
     if not isinstance(value, dict):
         raise UserError(f"{path}:{lineno}: expected a JSON object")
     return value
@@ -60,7 +65,7 @@ def _json_line(path: Path, lineno: int, line: str) -> dict:
 
 def read_file(path: Path) -> tuple[list[str], list[dict]]:
     """(questions as listed, fact lines) of one authors' file."""
-    lines = path.read_text(encoding="utf-8-sig").splitlines()  # -sig: tolerate a BOM
+    lines = read_text(path, "an FKTC file (JSON lines)").splitlines()
     numbered = [(i, ln) for i, ln in enumerate(lines, 1) if ln.strip()]
     if not numbered:
         raise UserError(f"{path} is empty")
@@ -74,6 +79,9 @@ def read_file(path: Path) -> tuple[list[str], list[dict]]:
     for q in questions:
         if q.count("[X]") != 1 or "[Y]" in q:
             raise UserError(f"{path}:{lineno}: question {q!r} must hold [X] once and no [Y]")
+    if len(numbered) == 1:
+        raise UserError(f"{path}: no fact lines after the questions; each fact is a line "
+                        f"{{\"subject\": ..., \"object\": ..., \"taxonomy\": [...]}}")
     facts = []
     for lineno, line in numbered[1:]:
         row = _json_line(path, lineno, line)

@@ -243,9 +243,10 @@ def open_dataset(spec: str | os.PathLike, *, cache_dir: str | os.PathLike | None
 
     Converted folders live under ``<cache_dir>/hub/`` (default: factprobe's cache,
     ``$FACTPROBE_CACHE_DIR`` or ``~/.cache/factprobe``), keyed by commit or content, written
-    atomically. Every command that takes a dataset calls this first (``build aliases
-    --facts``, ``build mc --facts``, ``publish``; ``eval --dataset`` is meant to as well), so
-    the rest of the code only ever sees local folders.
+    atomically. Every command that takes a dataset calls this first (the ``build`` commands'
+    ``--facts``, ``--types`` and ``--templates`` through :mod:`builders.inputs`, ``publish``;
+    ``eval --dataset`` is meant to as well), so the rest of the code only ever sees local
+    folders.
     """
     from .cache import default_cache_dir
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()

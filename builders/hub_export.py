@@ -30,7 +30,8 @@ import yaml
 from .errors import UserError
 from .hub_card import CardOptions, RepoVersion, render_card
 from .outdir import atomic_folder, stamp
-from .tables import dumps_json, factprobe_version, file_sha256, read_manifest, write_parquet
+from .tables import (dumps_json, factprobe_version, file_sha256, parquet_errors, read_manifest,
+                     read_table, write_parquet)
 
 LAYOUT_FILE = "factprobe_layout.json"
 LAYOUT_FORMAT = 1
@@ -73,7 +74,8 @@ def split_runs(table: pa.Table) -> tuple[list[tuple[str, pa.Table]], list[list],
 
 def _list_item_names(path: Path) -> dict[str, str]:
     """Child names of the list columns in the Arrow schema a Parquet file was written with."""
-    raw = (pq.read_metadata(path).metadata or {}).get(b"ARROW:schema")
+    with parquet_errors(path):
+        raw = (pq.read_metadata(path).metadata or {}).get(b"ARROW:schema")
     if raw is None:
         return {}
     schema = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(raw)))
@@ -135,7 +137,7 @@ def _relation_labels(folder: Path) -> dict[str, str]:
     path = folder / "relations.parquet"
     if not path.is_file():
         return {}
-    rel = pq.read_table(path)
+    rel = read_table(folder, "relations")
     if not {"relation_id", "label"} <= set(rel.column_names):
         return {}
     return dict(zip(rel["relation_id"].to_pylist(), rel["label"].to_pylist()))
@@ -157,7 +159,7 @@ def export_hub_folder(dataset: str | os.PathLike, out: str | os.PathLike,
     tables: dict[str, dict] = {}
     with atomic_folder(out, "publish", flag="--dry-run") as tmp:
         for name in names:
-            table = pq.read_table(dataset / f"{name}.parquet")
+            table = read_table(dataset, name)
             parts, runs, empty_is_train = split_runs(table)
             splits = {}
             for split, part in parts:
@@ -193,10 +195,36 @@ def read_layout(folder: Path) -> dict:
     except (OSError, json.JSONDecodeError) as exc:
         raise UserError(f"{folder / LAYOUT_FILE} is unreadable ({exc.__class__.__name__}); "
                         f"export or download the dataset again") from None
+    if not isinstance(layout, dict):
+        raise UserError(f"{folder / LAYOUT_FILE} is not a layout (a JSON object); export or "
+                        f"download the dataset again")
     if layout.get("format") != LAYOUT_FORMAT:
         raise UserError(f"{folder / LAYOUT_FILE} has layout format {layout.get('format')!r}; "
                         f"this factprobe reads format {LAYOUT_FORMAT}: upgrade factprobe")
+    if not _tables_ok(layout.get("tables")):
+        raise UserError(f"{folder / LAYOUT_FILE} does not describe its tables (name, splits, "
+                        f"runs, rows); export or download the dataset again")
     return layout
+
+
+def _tables_ok(tables) -> bool:
+    """The layout's table entries have the shape export_hub_folder writes, and every name and
+    path stays inside the folder (a downloaded layout is input like any other)."""
+    if not isinstance(tables, dict):
+        return False
+    for name, entry in tables.items():
+        if not (isinstance(name, str) and re.fullmatch(r"\w[\w.-]*", name)
+                and isinstance(entry, dict) and isinstance(entry.get("rows"), int)
+                and isinstance(entry.get("splits"), dict) and isinstance(entry.get("runs"), list)):
+            return False
+        for info in entry["splits"].values():
+            path = info.get("path") if isinstance(info, dict) else None
+            if not (isinstance(path, str) and path.startswith("data/") and ".." not in path):
+                return False
+        if not all(isinstance(r, list) and len(r) == 2 and isinstance(r[1], int)
+                   for r in entry["runs"]):
+            return False
+    return True
 
 
 def _reassemble(folder: Path, name: str, entry: dict) -> pa.Table:
@@ -205,7 +233,8 @@ def _reassemble(folder: Path, name: str, entry: dict) -> pa.Table:
         path = folder / info["path"]
         if not path.is_file():
             raise UserError(f"{path} is missing: the Hub folder is incomplete; download it again")
-        parts[split] = pq.read_table(path)
+        with parquet_errors(path):
+            parts[split] = pq.read_table(path)
     pos = dict.fromkeys(parts, 0)
     pieces = []
     for split, n in entry["runs"]:

@@ -18,7 +18,8 @@ from typing import Any, Callable
 
 from .cache import ResponseCache, request_key
 from .errors import UserError
-from .retry import Retryable, RetryPolicy, parse_retry_after, with_retries
+from .retry import Retryable, RetryPolicy, parse_retry_after
+from .urls import http_url
 
 CACHE_NAMESPACE = "chat"
 KEY_VERSION = "chat/v1"
@@ -55,6 +56,17 @@ def scrub(text: str, secret: str | None = None) -> str:
     text = _SECRETISH.sub(lambda m: m.group(1) + "***", text)
     line = " ".join(text.split("\n")[0].split())
     return line[:200]
+
+
+def answer_problem(payload: Any) -> str | None:
+    """Why a cached or fresh ``payload`` is not an answer (``{"text": str}``), or None.
+
+    >>> answer_problem({"text": "[]"}), answer_problem({"text": None})
+    (None, 'has no text')
+    """
+    if isinstance(payload, dict) and isinstance(payload.get("text"), str):
+        return None
+    return "has no text"
 
 
 def parse_string_list(text: str) -> list[Any] | None:
@@ -99,8 +111,11 @@ class ChatClient:
     """
 
     def __init__(self, cfg: LLMConfig, sleep: Callable[[float], None] = time.sleep):
+        if cfg.base_url:
+            http_url(cfg.base_url, "--llm-base-url", "https://api.openai.com/v1 or "
+                     "http://127.0.0.1:8000/v1")
         self.cfg = cfg
-        self.cache = ResponseCache(cfg.cache_dir, CACHE_NAMESPACE)
+        self.cache = ResponseCache(cfg.cache_dir, CACHE_NAMESPACE, answer_problem)
         self._sleep = sleep
         self._secret = os.environ.get("OPENAI_API_KEY") or None
         self._client = None
@@ -120,10 +135,9 @@ class ChatClient:
     def ask(self, messages: list[dict], n: int, what: str) -> Answer:
         key = self.key(messages, n)
         entry = self.cache.get(key)
-        response = entry.get("response") if isinstance(entry, dict) else None
-        if isinstance(response, dict) and isinstance(response.get("text"), str):
+        if entry is not None:
             self.replayed += 1
-            return Answer(response["text"], str(entry.get("retrieved", "")), True)
+            return Answer(entry["response"]["text"], entry["retrieved"], True)
         if not self.cfg.base_url:
             raise UserError(
                 f"no cached answer for {what} (model '{self.cfg.model}', request {n + 1}) in "
@@ -131,14 +145,14 @@ class ChatClient:
                 f"OPENAI_API_KEY if the endpoint needs one), or --paraphrases 0 to use the "
                 f"hand-written templates only")
         params = self.params(n)
-        text = with_retries(lambda: self._send(messages, params),
-                            RetryPolicy(retries=self.cfg.retries),
-                            f"{self.cfg.base_url} ({what})", sleep=self._sleep)
-        self.asked += 1
         # Only complete answers are stored (atomically): a failure leaves the cache as it was.
-        entry = self.cache.put(key, {"text": text}, request={
-            "model": self.cfg.model, "messages": messages, "params": params, "n": n})
-        return Answer(text, entry["retrieved"], False)
+        entry = self.cache.retrieve(
+            key, lambda: {"text": self._send(messages, params)},
+            RetryPolicy(retries=self.cfg.retries), f"{self.cfg.base_url} ({what})",
+            sleep=self._sleep,
+            request={"model": self.cfg.model, "messages": messages, "params": params, "n": n})
+        self.asked += 1
+        return Answer(entry["response"]["text"], entry["retrieved"], False)
 
     def _openai(self):
         if self._client is None:
@@ -176,7 +190,10 @@ class ChatClient:
             content = resp.choices[0].message.content
         except (AttributeError, IndexError, TypeError):
             raise Retryable("the answer is not a chat completion") from None
-        return content if isinstance(content, str) else ""
+        if not isinstance(content, str):
+            # null content (a refusal, a tool call) is no answer to store and replay forever
+            raise Retryable("the answer is a chat completion without text")
+        return content
 
 
 def _body_text(exc) -> str:

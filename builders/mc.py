@@ -20,7 +20,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import UserError
-from .tables import RELATIONS_SCHEMA, base_manifest, file_sha256, read_manifest, read_table, write_dataset
+from .inputs import FACTS, input_dataset
+from .tables import (RELATIONS_SCHEMA, base_manifest, file_sha256, parquet_errors, read_table,
+                     write_dataset)
 
 
 @dataclass(frozen=True)
@@ -60,17 +62,18 @@ def _take_rows(path: Path, rows: np.ndarray) -> pa.Table:
     Only three narrow columns are needed to choose the rows; reading the whole table (aliases,
     evidence text) for a few thousand picked rows would multiply peak memory on T-REx sizes.
     """
-    pf = pq.ParquetFile(path)
     order = np.argsort(rows, kind="stable")
     sorted_rows = rows[order]
     parts = []
     start = 0
-    for g in range(pf.num_row_groups):
-        n = pf.metadata.row_group(g).num_rows
-        lo, hi = np.searchsorted(sorted_rows, [start, start + n])
-        if hi > lo:
-            parts.append(pf.read_row_group(g).take(pa.array(sorted_rows[lo:hi] - start)))
-        start += n
+    with parquet_errors(path):  # a damaged row group shows only when it is read
+        pf = pq.ParquetFile(path)
+        for g in range(pf.num_row_groups):
+            n = pf.metadata.row_group(g).num_rows
+            lo, hi = np.searchsorted(sorted_rows, [start, start + n])
+            if hi > lo:
+                parts.append(pf.read_row_group(g).take(pa.array(sorted_rows[lo:hi] - start)))
+            start += n
     table = pa.concat_tables(parts)
     return table.take(pa.array(np.argsort(order, kind="stable")))
 
@@ -116,20 +119,19 @@ def _draw_excluding(rng: np.random.Generator, pool_size: int, excluded: np.ndarr
     return v + np.searchsorted(shifted, v, side="right")
 
 
+# what the builder reads (every other column of a fact row is carried along as it is)
+MC_COLUMNS = ["fact_id", "relation_id", "subject_id", "object", "answers", "split"]
+
+
 def build_mc(cfg: MCConfig) -> Path:
     if cfg.choices < 2:
         raise UserError("--choices must be at least 2")
-    from .hub import open_dataset  # --facts may be a Hub-layout folder or hf://ORG/NAME
-    cfg = replace(cfg, facts=str(open_dataset(cfg.facts)))
+    if cfg.test < 1:
+        raise UserError("--test must be at least 1: the test rows are what a probe scores")
+    folder, facts_manifest = input_dataset(cfg.facts, "--facts", FACTS, columns=MC_COLUMNS)
+    cfg = replace(cfg, facts=str(folder))
     facts_path = Path(cfg.facts) / "facts.parquet"
-    facts_manifest = read_manifest(cfg.facts)
-    if not facts_path.is_file():
-        raise UserError(f"{facts_path} not found: build the facts dataset first")
-    schema = pq.read_schema(facts_path)
-    needed = {"fact_id", "relation_id", "subject_id", "object", "answers", "split"}
-    if not needed <= set(schema.names):
-        raise UserError(f"{facts_path} lacks columns {sorted(needed - set(schema.names))}")
-    slim = pq.read_table(facts_path, columns=["relation_id", "subject_id", "object"])
+    slim = read_table(cfg.facts, "facts", ["relation_id", "subject_id", "object"])
     if slim.num_rows == 0:
         raise UserError(f"{facts_path} has no rows")
 

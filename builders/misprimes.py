@@ -17,8 +17,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import UserError
+from .inputs import FACTS, FACTS_OR_MISPRIMES, input_dataset
 from .mc import _draw_excluding, _relation_rng
-from .tables import base_manifest, file_sha256, read_manifest, read_table, write_dataset
+from .tables import base_manifest, file_sha256, read_table, write_dataset
 
 
 @dataclass(frozen=True)
@@ -116,20 +117,28 @@ def negatives_array(lists: list[list[str]]) -> pa.Array:
     return pa.array(lists, type=pa.list_(pa.string()))
 
 
+# what draw_negatives reads
+NEGATIVE_COLUMNS = ["fact_id", "relation_id", "subject_id", "object_id", "object", "answers"]
+
+
 def build_misprimes(cfg: MisprimeConfig) -> Path:
     if cfg.negatives < 1:
         raise UserError("--negatives must be at least 1")
-    manifest = read_manifest(cfg.facts)
-    facts = read_table(cfg.facts, "facts")
-    needed = {"fact_id", "relation_id", "subject_id", "object_id", "object", "answers"}
-    if not needed <= set(facts.column_names):
-        raise UserError(f"{cfg.facts}/facts.parquet lacks columns "
-                        f"{sorted(needed - set(facts.column_names))}")
+    if cfg.types and not cfg.type_relation:
+        raise UserError("--types names the dataset of the --type-relation facts: give "
+                        "--type-relation too (e.g. P31)")
+    folder, manifest = input_dataset(cfg.facts, "--facts", FACTS_OR_MISPRIMES,
+                                     columns=NEGATIVE_COLUMNS)
+    facts = read_table(folder, "facts")
     if facts.num_rows == 0:
         raise UserError(f"{cfg.facts}/facts.parquet has no rows")
     types = None
     if cfg.type_relation:
-        type_table = read_table(cfg.types or cfg.facts, "facts")
+        types_folder = folder
+        if cfg.types:
+            types_folder, _ = input_dataset(cfg.types, "--types", FACTS,
+                                            columns=["relation_id", "subject_id", "object_id"])
+        type_table = read_table(types_folder, "facts", ["relation_id", "subject_id", "object_id"])
         types = object_types(type_table, cfg.type_relation)
         if not types:
             raise UserError(f"no {cfg.type_relation} facts in {cfg.types or cfg.facts}: build a "
@@ -139,10 +148,10 @@ def build_misprimes(cfg: MisprimeConfig) -> Path:
         facts = facts.drop(["negatives"])
     table = facts.append_column("negatives", negatives_array(lists))
     tables = {"facts": table}
-    if (Path(cfg.facts) / "relations.parquet").exists():
-        tables["relations"] = read_table(cfg.facts, "relations")
+    if (folder / "relations.parquet").exists():
+        tables["relations"] = read_table(folder, "relations")
     source = {"type": "facts", "facts_dataset": manifest.get("name"),
-              "facts_sha256": file_sha256(Path(cfg.facts) / "facts.parquet"),
+              "facts_sha256": file_sha256(folder / "facts.parquet"),
               "facts_source": manifest.get("source", {})}
     params = {"negatives": cfg.negatives, "seed": cfg.seed, "type_relation": cfg.type_relation}
     return write_dataset(cfg.out, tables, base_manifest(Path(cfg.out).name, "misprimes", source,

@@ -24,7 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .errors import UserError
-from .tables import base_manifest, file_sha256, read_manifest, read_table, write_dataset
+from .inputs import FACTS, input_dataset, templates_input
+from .tables import base_manifest, file_sha256, read_table, write_dataset
 from .template_files import read_templates, templates_table
 
 STAT_KEYS = ("templates", "unique_triples", "derived_triples", "subject_relation_pairs",
@@ -103,15 +104,13 @@ def statistics(facts: pa.Table, templates_per_relation: dict[str, int]) -> dict:
 
 
 def build_multiprompt(cfg: MultipromptConfig) -> Path:
-    manifest = read_manifest(cfg.facts)
-    facts = read_table(cfg.facts, "facts")
-    needed = {"fact_id", "relation_id", "subject_id", "object_id", "subject", "object",
-              "subject_aliases", "object_aliases", "answers"}
-    if not needed <= set(facts.column_names):
-        raise UserError(f"{cfg.facts}/facts.parquet lacks columns "
-                        f"{sorted(needed - set(facts.column_names))}")
+    folder, manifest = input_dataset(cfg.facts, "--facts", FACTS, columns=[
+        "fact_id", "relation_id", "subject_id", "object_id", "subject", "object",
+        "subject_aliases", "object_aliases", "answers"])
+    templates_folder = templates_input(cfg.templates)
+    facts = read_table(folder, "facts")
     in_facts = sorted(set(facts["relation_id"].to_pylist()))
-    templates = read_templates(cfg.templates, cfg.templates_dir, in_facts)
+    templates = read_templates(templates_folder, cfg.templates_dir, in_facts)
     per_rel = Counter(t.relation_id for t in templates)
     kept = sorted(per_rel)
     dropped = {r: "no templates" for r in in_facts if r not in per_rel}
@@ -133,17 +132,17 @@ def build_multiprompt(cfg: MultipromptConfig) -> Path:
 
     stats = statistics(facts, dict(per_rel))
     tables = {"facts": facts, "templates": templates_table(templates)}
-    if (Path(cfg.facts) / "relations.parquet").exists():
-        rel = read_table(cfg.facts, "relations")
+    if (folder / "relations.parquet").exists():
+        rel = read_table(folder, "relations")
         tables["relations"] = rel.filter(pc.is_in(rel["relation_id"], value_set=pa.array(kept)))
     if cfg.materialize:
         tables["prompts"] = prompts_table(facts, templates)
         assert tables["prompts"].num_rows == stats["total"]["prompts"]
     source = {"type": "facts", "facts_dataset": manifest.get("name"),
-              "facts_sha256": file_sha256(Path(cfg.facts) / "facts.parquet"),
+              "facts_sha256": file_sha256(folder / "facts.parquet"),
               "templates": cfg.templates or cfg.templates_dir}
-    if cfg.templates:
-        source["templates_sha256"] = file_sha256(Path(cfg.templates) / "templates.parquet")
+    if templates_folder:
+        source["templates_sha256"] = file_sha256(templates_folder / "templates.parquet")
     counts = {"statistics": stats["total"], "per_relation": stats["per_relation"],
               "dropped_relations": dropped, "duplicate_triples": duplicates,
               "templates_by_origin": dict(sorted(Counter(

@@ -89,7 +89,7 @@ def build_nobel(endpoint: Endpoint, cfg: NobelConfig, prefixes: dict[str, str],
     bar = tqdm(desc="SPARQL pages", unit="page", disable=not cfg.progress)
     try:
         rows = paged_select(endpoint, lambda n, off: laureates_query(iri, lang, n, off),
-                      cfg.page_size, None, bar)
+                            cfg.page_size, None, bar, ("person", "award"))
     finally:
         bar.close()
     if not rows:

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from .errors import UserError
+from .inputs import input_dataset
 from .llm import ChatClient, LLMConfig, parse_string_list
-from .review import apply_review, read_review, write_review
+from .review import apply_review, check_review_out, read_review, write_review
 from .tables import (RELATIONS_SCHEMA, base_manifest, file_sha256, read_manifest, read_table,
                      write_dataset)
 from .template_files import (RelationTemplates, Template, file_name, load_template_dir,
@@ -97,12 +97,10 @@ def _a(noun: str) -> str:
 def _relations(cfg: TemplatesConfig) -> tuple[list[str] | None, pa.Table | None]:
     if not cfg.facts:
         return (list(cfg.relations) if cfg.relations else None), None
-    read_manifest(cfg.facts)
-    path = Path(cfg.facts) / "facts.parquet"
-    if not path.is_file():
-        raise UserError(f"{path} not found: build the facts dataset first")
+    # any dataset with a facts table will do: only its relations are read
+    folder, _ = input_dataset(cfg.facts, "--facts", None, columns=["relation_id"])
     # only the relation column: a T-REx-sized facts table need not be read whole for this
-    in_facts = sorted(set(pq.read_table(path, columns=["relation_id"]).column(0).to_pylist()))
+    in_facts = sorted(set(read_table(folder, "facts", ["relation_id"]).column(0).to_pylist()))
     if cfg.relations:
         unknown = [r for r in cfg.relations if r not in in_facts]
         if unknown:
@@ -110,8 +108,8 @@ def _relations(cfg: TemplatesConfig) -> tuple[list[str] | None, pa.Table | None]
                             f"{cfg.facts} (it has {', '.join(in_facts)})")
         in_facts = sorted(cfg.relations)
     relations = None
-    if (Path(cfg.facts) / "relations.parquet").exists():
-        relations = read_table(cfg.facts, "relations")
+    if (folder / "relations.parquet").exists():
+        relations = read_table(folder, "relations")
         relations = relations.filter(pc.is_in(relations["relation_id"],
                                               value_set=pa.array(in_facts)))
     return in_facts, relations
@@ -122,6 +120,8 @@ def build_templates(cfg: TemplatesConfig) -> tuple[Path, dict]:
     if cfg.paraphrases > 0 and (cfg.llm is None or not cfg.llm.model):
         raise UserError("--paraphrases > 0 needs --llm-model (the model is part of every cache "
                         "key); or use --paraphrases 0 for the hand-written templates only")
+    if cfg.review_out:
+        check_review_out(cfg.review_out)
     decisions = read_review(cfg.review_in) if cfg.review_in else None
     wanted, relations = _relations(cfg)
     files = load_template_dir(cfg.templates_dir, wanted)

@@ -57,8 +57,9 @@ def with_retries(call: Callable[[], T], policy: RetryPolicy, what: str,
             return call()
         except Retryable as exc:
             if attempt == policy.retries:
-                raise UserError(f"{what} failed after {attempt + 1} attempts: {exc}. Check that "
-                                f"the service is up and reachable, or raise --retries.") from None
+                tries = f"{attempt + 1} attempt{'s' if attempt else ''}"
+                raise UserError(f"{what} failed after {tries}: {exc}. Check that the service "
+                                f"is up and reachable, or raise --retries.") from None
             delay = wait
             if exc.retry_after is not None:
                 if exc.retry_after > policy.max_retry_after_s:

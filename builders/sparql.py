@@ -12,12 +12,13 @@ import os
 import socket
 import urllib.error
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from .cache import ResponseCache, request_key
 from .errors import UserError
-from .retry import RetryPolicy, Retryable, parse_retry_after, with_retries
+from .retry import RetryPolicy, Retryable, parse_retry_after
 from .tables import factprobe_version, file_sha256
+from .urls import header_text, http_url
 
 WIKIDATA_ENDPOINT = "https://query.wikidata.org/sparql"
 PROJECT_URL = "https://github.com/factprobe/factprobe"
@@ -26,16 +27,46 @@ CONTACT_ENV = "FACTPROBE_CONTACT"
 
 def user_agent(contact: str | None = None) -> str:
     """A descriptive User-Agent as the Wikimedia policy asks: tool, version, URL and contact."""
-    contact = contact or os.environ.get(CONTACT_ENV, "")
+    contact = header_text(contact or os.environ.get(CONTACT_ENV, ""),
+                          f"the contact (--contact or ${CONTACT_ENV})")
     who = f"{PROJECT_URL}; {contact}" if contact else PROJECT_URL
     return f"factprobe/{factprobe_version()} ({who})"
+
+
+def results_problem(payload: Any, required: tuple[str, ...] = ()) -> str | None:
+    """Why ``payload`` is not SPARQL 1.1 JSON results of a SELECT that binds every variable of
+    ``required`` in every row; None when it is.
+
+    >>> results_problem({"head": {"vars": ["s"]}, "results": {"bindings": [
+    ...     {"s": {"type": "uri", "value": "http://x/a"}}]}}, ("s",)) is None
+    True
+    >>> results_problem({"head": {"vars": ["s"]}, "results": {"bindings": [{}]}}, ("s",))
+    'binds no ?s in a result row'
+    >>> results_problem({"error": "rate limited"})
+    'is JSON but not SPARQL results (no results.bindings)'
+    """
+    results = payload.get("results") if isinstance(payload, dict) else None
+    bindings = results.get("bindings") if isinstance(results, dict) else None
+    if not isinstance(bindings, list):
+        return "is JSON but not SPARQL results (no results.bindings)"
+    for row in bindings:
+        if not isinstance(row, dict):
+            return "has a result row that is not a JSON object"
+        for var, term in row.items():
+            if not (isinstance(term, dict) and isinstance(term.get("type"), str)
+                    and isinstance(term.get("value"), str)):
+                return f"has a malformed value of ?{var} (not {{type, value}})"
+        missing = [v for v in required if v not in row]
+        if missing:
+            return f"binds no ?{', ?'.join(missing)} in a result row"
+    return None
 
 
 class Endpoint(Protocol):
     description: dict
 
-    def select(self, query: str) -> dict:
-        """SPARQL 1.1 JSON results of a SELECT query."""
+    def select(self, query: str, required: tuple[str, ...] = ()) -> dict:
+        """SPARQL 1.1 JSON results of a SELECT query whose rows all bind ``required``."""
 
     def retrieval_dates(self) -> list[str]:
         """When the answers used so far were retrieved (empty for local files)."""
@@ -45,11 +76,8 @@ class HttpEndpoint:
     def __init__(self, url: str, *, cache_dir: str | os.PathLike | None, contact: str | None = None,
                  timeout_s: float = 65.0, policy: RetryPolicy = RetryPolicy(),
                  refresh: bool = False):
-        if not url.startswith(("http://", "https://")):
-            raise UserError(f"endpoint {url!r} is not an http(s) URL; pass --endpoint "
-                            f"http://host:port/query")
-        self.url = url
-        self.cache = ResponseCache(cache_dir, "sparql")
+        self.url = http_url(url, "SPARQL endpoint", "--endpoint http://host:port/query")
+        self.cache = ResponseCache(cache_dir, "sparql", results_problem)
         self.agent = user_agent(contact)
         self.timeout_s = timeout_s
         self.policy = policy
@@ -60,13 +88,14 @@ class HttpEndpoint:
     def retrieval_dates(self) -> list[str]:
         return sorted(self._dates)
 
-    def select(self, query: str) -> dict:
+    def select(self, query: str, required: tuple[str, ...] = ()) -> dict:
         key = request_key(self.url, query)
-        hit = None if self.refresh else self.cache.get(key)
+        binds = (lambda payload: results_problem(payload, required)) if required else None
+        hit = None if self.refresh else self.cache.get(key, binds)
         if hit is None:
-            payload = with_retries(lambda: self._fetch(query), self.policy,
-                                   f"SPARQL query to {self.url}")
-            hit = self.cache.put(key, payload, endpoint=self.url)
+            hit = self.cache.retrieve(key, lambda: self._fetch(query), self.policy,
+                                      f"SPARQL query to {self.url}", check=binds,
+                                      endpoint=self.url)
         self._dates.add(hit["retrieved"][:10])
         return hit["response"]
 
@@ -80,7 +109,8 @@ class HttpEndpoint:
         sw.setQuery(query)
         sw.setMethod(POST)
         sw.setReturnFormat(JSON)
-        sw.setTimeout(int(self.timeout_s))
+        # Set directly: setTimeout() truncates to whole seconds, and 0 there means no timeout.
+        sw.timeout = self.timeout_s
         try:
             raw = sw.query().response.read()
         except urllib.error.HTTPError as exc:
@@ -105,13 +135,13 @@ class HttpEndpoint:
         except urllib.error.URLError as exc:
             raise Retryable(f"cannot reach it ({exc.reason})") from None
         except (socket.timeout, TimeoutError):
-            raise Retryable(f"no answer within {self.timeout_s:.0f} s") from None
+            raise Retryable(f"no answer within {self.timeout_s:g} s (--timeout)") from None
         except (ConnectionError, OSError) as exc:
             raise Retryable(f"connection failed ({exc})") from None
         try:
             return json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise Retryable("the answer was not SPARQL JSON results") from None
+            raise Retryable("the answer was not JSON (an error page?)") from None
 
 
 def rdf_format(path: Path):
@@ -131,6 +161,9 @@ class LocalGraph:
     def __init__(self, path: str | os.PathLike):
         import pyoxigraph as ox
         self.path = Path(path)
+        if self.path.is_dir():
+            raise UserError(f"{self.path} is a folder; --path takes one RDF file (.ttl, .nt, "
+                            f".rdf...)")
         if not self.path.is_file():
             raise UserError(f"RDF file {self.path} not found; check --path.")
         fmt = rdf_format(self.path)
@@ -140,6 +173,10 @@ class LocalGraph:
             self.store.extend(parser)
         except SyntaxError as exc:
             raise UserError(f"{self.path}: not valid {fmt.name} ({exc}); fix the file.") from None
+        except (OSError, ValueError) as exc:
+            raise UserError(f"cannot read {self.path} as {fmt.name} "
+                            f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+                            ) from None
         self.prefixes: dict[str, str] = dict(getattr(parser, "prefixes", {}) or {})
         self.description = {"path": str(self.path), "sha256": file_sha256(self.path),
                             "format": fmt.name}
@@ -147,7 +184,8 @@ class LocalGraph:
     def retrieval_dates(self) -> list[str]:
         return []
 
-    def select(self, query: str) -> dict:
+    def select(self, query: str, required: tuple[str, ...] = ()) -> dict:
+        # In process, the engine's answers have the SPARQL shape by construction.
         import pyoxigraph as ox
         try:
             result = self.store.query(query)

@@ -112,12 +112,80 @@ def write_dataset(out: str | os.PathLike, tables: Mapping[str, pa.Table],
     return Path(out)
 
 
-def read_table(folder: str | os.PathLike, name: str) -> pa.Table:
+# What pyarrow raises for a file that is not (or no longer) Parquet: truncated, overwritten,
+# another format, or unreadable. Named once so every reader turns them into one clear line.
+PARQUET_ERRORS = (pa.ArrowException, OSError)
+
+
+@contextlib.contextmanager
+def parquet_errors(path: str | os.PathLike) -> Iterator[None]:
+    """Turn a failure to read the Parquet file ``path`` into a :class:`UserError`."""
+    try:
+        yield
+    except PARQUET_ERRORS as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        # pyarrow repeats the path ("Could not open Parquet input source '<path>': ...")
+        first = first.split("': ", 1)[1] if first.startswith("Could not open") else first
+        first = first[:200]
+        raise UserError(f"{path} is not a readable Parquet table ({first}); it is truncated or "
+                        f"damaged: rebuild the dataset (or restore it with 'dvc checkout')"
+                        ) from None
+
+
+def table_path(folder: str | os.PathLike, name: str) -> Path:
     path = Path(folder) / f"{name}.parquet"
     if not path.is_file():
         raise UserError(f"{path} not found: is {folder} a dataset folder built by "
                         f"'factprobe build'? Build it first.")
-    return pq.read_table(path)
+    return path
+
+
+def read_table(folder: str | os.PathLike, name: str, columns: list[str] | None = None, *,
+               reference: pa.Schema | None = None) -> pa.Table:
+    """``<folder>/<name>.parquet`` (only ``columns`` when given, each checked against its type
+    in ``reference``, default the facts schema); a missing, truncated or damaged file, or one
+    without those columns, is a :class:`UserError`, never a pyarrow traceback."""
+    path = table_path(folder, name)
+    if columns is not None:
+        require_columns(read_schema(folder, name), columns, path, reference)
+    with parquet_errors(path):
+        return pq.read_table(path, columns=columns)
+
+
+def read_schema(folder: str | os.PathLike, name: str) -> pa.Schema:
+    path = table_path(folder, name)
+    with parquet_errors(path):
+        return pq.read_schema(path)
+
+
+def require_columns(schema: pa.Schema, names, path: str | os.PathLike,
+                    reference: pa.Schema | None = None) -> None:
+    """Raise :class:`UserError` unless ``schema`` has every column of ``names``, each of the
+    type ``reference`` (default: the facts schema) gives it, if it gives one."""
+    reference = FACTS_SCHEMA if reference is None else reference
+    missing = sorted(set(names) - set(schema.names))
+    if missing:
+        raise UserError(f"{path} lacks the column(s) {', '.join(missing)}: it is not a table "
+                        f"factprobe built for this; give the right dataset")
+    for name in names:
+        want = reference.field(name).type if name in reference.names else None
+        got = schema.field(name).type
+        if want is not None and _type_kind(got) != _type_kind(want):
+            raise UserError(f"{path}: column {name} is {got}, not {want}: it is not a table "
+                            f"factprobe built; give the right dataset")
+
+
+def _type_kind(t: pa.DataType) -> str:
+    """A type up to what readers do not care about: string width, a list's child name.
+
+    >>> _type_kind(pa.large_string()), _type_kind(pa.list_(pa.field("element", pa.string())))
+    ('string', 'list<string>')
+    """
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "string"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return f"list<{_type_kind(t.value_type)}>"
+    return str(t)
 
 
 def read_manifest(folder: str | os.PathLike) -> dict:
@@ -125,10 +193,41 @@ def read_manifest(folder: str | os.PathLike) -> dict:
     if not path.is_file():
         raise UserError(f"{path} not found: {folder} is not a factprobe dataset folder.")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        manifest = json.loads(path.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise UserError(f"cannot read {path} ({exc.strerror or exc}); check its permissions"
+                        ) from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not UTF-8 text: it is damaged; rebuild the dataset."
+                        ) from None
     except json.JSONDecodeError as exc:
         raise UserError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno}); "
                         f"rebuild the dataset.") from None
+    if not isinstance(manifest, dict):
+        raise UserError(f"{path} is not a dataset manifest (a JSON object with name, kind, "
+                        f"source...); rebuild the dataset.")
+    for key, typ, what in (("name", str, "text"), ("kind", str, "text"),
+                           ("source", dict, "an object"), ("params", dict, "an object"),
+                           ("counts", dict, "an object")):
+        if key in manifest and not isinstance(manifest[key], typ):
+            raise UserError(f"{path}: '{key}' is not {what}: the manifest was edited or damaged;"
+                            f" rebuild the dataset.")
+    return manifest
+
+
+def check_kind(folder: str | os.PathLike, manifest: Mapping[str, Any], kinds: tuple[str, ...],
+               flag: str) -> None:
+    """Raise :class:`UserError` when the manifest names a kind other than ``kinds`` (a
+    manifest written without a kind is judged by its tables' columns alone)."""
+    kind = manifest.get("kind")
+    if kind is None or kind in kinds:
+        return
+    hint = {"facts": "'factprobe build facts' or 'build aliases'",
+            "templates": "'factprobe build templates'"}
+    wanted = " or ".join(repr(k) for k in kinds)
+    made_by = " or ".join(hint.get(k, f"'factprobe build {k}'") for k in kinds)
+    raise UserError(f"{folder} is a dataset of kind {kind!r}, but {flag} takes one of kind "
+                    f"{wanted} (made by {made_by})")
 
 
 def base_manifest(name: str, kind: str, source: Mapping[str, Any], params: Mapping[str, Any],

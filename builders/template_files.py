@@ -28,6 +28,7 @@ import pyarrow as pa
 import yaml
 
 from .errors import UserError
+from .textfiles import read_text
 
 STYLES = ("statement", "question", "check")
 TOP_KEYS = {"relation", "label", "description", "subject_category", "object_category",
@@ -145,7 +146,7 @@ def _bad(path: Path, where: str, why: str) -> UserError:
 
 def parse_relation_file(path: Path) -> RelationTemplates:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(read_text(path, "a YAML template file"))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "file"
@@ -228,7 +229,9 @@ def load_template_dir(folder: str | os.PathLike, relations: list[str] | None = N
     """Every relation file of ``folder`` (or only those of ``relations``), validated."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise UserError(f"templates folder {folder} not found; give --templates-dir")
+        what = "is a file, not a folder" if folder.exists() else "not found"
+        raise UserError(f"templates folder {folder} {what}; give --templates-dir a folder of "
+                        f"YAML template files")
     paths = sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml"))
     if relations is not None:
         by_name = {p.name: p for p in paths}
@@ -266,12 +269,10 @@ def read_templates(dataset: str | os.PathLike | None, templates_dir: str | os.Pa
     files (``--templates-dir``), for ``relations`` where given (others are simply absent)."""
     if dataset:
         from .tables import read_table
-        table = read_table(dataset, "templates")
-        missing = set(TEMPLATES_SCHEMA.names) - set(table.column_names)
-        if missing:
-            raise UserError(f"{dataset}/templates.parquet lacks columns {sorted(missing)}")
-        rows = [Template(**{k: r[k] for k in TEMPLATES_SCHEMA.names})
-                for r in table.select(TEMPLATES_SCHEMA.names).to_pylist()]
+        table = read_table(dataset, "templates", TEMPLATES_SCHEMA.names,
+                           reference=TEMPLATES_SCHEMA)
+        rows = [Template(**{k: r[k] or "" for k in TEMPLATES_SCHEMA.names})
+                for r in table.to_pylist()]
         wanted = None if relations is None else set(relations)
         return [t for t in rows if wanted is None or t.relation_id in wanted]
     folder = Path(templates_dir or "data/templates")

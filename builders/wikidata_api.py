@@ -9,14 +9,16 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import requests
 from tqdm import tqdm
 
 from .cache import ResponseCache, request_key
 from .errors import UserError
-from .retry import RetryPolicy, Retryable, parse_retry_after, with_retries
+from .retry import RetryPolicy, Retryable, parse_retry_after
 from .sparql import user_agent
+from .urls import http_url
 
 API_URL = "https://www.wikidata.org/w/api.php"
 BATCH_SIZE = 50          # the most ids the API accepts per request from a non-bot client
@@ -57,11 +59,10 @@ def fetch_labels_aliases(ids: list[str], *, lang: str = "en", api_url: str = API
     its target's names under the asked id. Raises :class:`UserError` when the API refuses the
     request or stays unreachable after ``policy.retries`` more attempts.
     """
-    if not api_url.startswith(("http://", "https://")):
-        raise UserError(f"Wikidata API {api_url!r} is not an http(s) URL; pass e.g. {API_URL}")
+    http_url(api_url, "Wikidata API", f"--api-url {API_URL}")
     wanted = sorted({i for i in ids if isinstance(i, str) and _ID.match(i)})
     batches = [wanted[i:i + BATCH_SIZE] for i in range(0, len(wanted), BATCH_SIZE)]
-    cache = ResponseCache(cache_dir, "wbgetentities")
+    cache = ResponseCache(cache_dir, "wbgetentities", entities_problem)
     result, dates = NamesById(), set()
     with requests.Session() as session:
         session.headers["User-Agent"] = user_agent(contact)
@@ -69,10 +70,9 @@ def fetch_labels_aliases(ids: list[str], *, lang: str = "en", api_url: str = API
             key = request_key(api_url, "|".join(batch), lang)
             hit = None if refresh else cache.get(key)
             if hit is None:
-                payload = with_retries(
-                    lambda: _fetch(session, api_url, batch, lang, timeout_s), policy,
-                    f"Wikidata API request to {api_url}")
-                hit = cache.put(key, payload, endpoint=api_url)
+                hit = cache.retrieve(key, lambda: _fetch(session, api_url, batch, lang, timeout_s),
+                                     policy, f"Wikidata API request to {api_url}",
+                                     endpoint=api_url)
             dates.add(hit["retrieved"][:10])
             _collect(hit["response"]["entities"], batch, lang, result)
     result.retrieval_dates = sorted(dates)
@@ -86,7 +86,7 @@ def _fetch(session: requests.Session, api_url: str, batch: list[str], lang: str,
     try:
         resp = session.get(api_url, params=params, timeout=timeout_s)
     except requests.Timeout:
-        raise Retryable(f"no answer within {timeout_s:.0f} s") from None
+        raise Retryable(f"no answer within {timeout_s:g} s (--timeout)") from None
     except requests.RequestException as exc:
         raise Retryable(f"cannot reach it ({type(exc).__name__})") from None
     retry_after = parse_retry_after(resp.headers.get("Retry-After"))
@@ -106,9 +106,40 @@ def _fetch(session: requests.Session, api_url: str, batch: list[str], lang: str,
         if code == "maxlag":
             raise Retryable(f"replicas lag {error.get('lag', '?')} s (maxlag)", retry_after)
         raise UserError(f"Wikidata API {api_url} refused the request: {code}: {info}")
-    if not isinstance(data, dict) or not isinstance(data.get("entities"), dict):
-        raise Retryable("the answer had no 'entities'")
-    return data
+    return data  # its shape is checked by entities_problem before it is cached
+
+
+def entities_problem(data: Any) -> str | None:
+    """Why ``data`` is not a ``wbgetentities`` answer that :func:`_collect` can read, or None.
+
+    >>> entities_problem({"entities": {"Q1": {"labels": {"en": {"value": "x"}}, "aliases": []}}})
+    >>> entities_problem({"entities": {"Q1": {"aliases": {"en": 5}}}})
+    'has aliases of Q1 that are not a list'
+    >>> entities_problem({"batchcomplete": ""})
+    "is JSON but has no 'entities'"
+    """
+    entities = data.get("entities") if isinstance(data, dict) else None
+    if not isinstance(entities, dict):
+        return "is JSON but has no 'entities'"
+    for qid, entity in entities.items():
+        if not isinstance(entity, dict):
+            return f"has an entity {qid} that is not a JSON object"
+        # An empty map can arrive as ``[]`` (PHP arrays), hence lists are accepted when empty.
+        for name in ("labels", "aliases"):
+            value = entity.get(name, {})
+            if not isinstance(value, dict) and value != []:
+                return f"has {name} of {qid} that are not a map"
+        labels = entity.get("labels") or {}
+        if any(not (isinstance(v, dict) and isinstance(v.get("value", ""), str))
+               for v in labels.values()):
+            return f"has a label of {qid} that is not {{value: text}}"
+        aliases = entity.get("aliases") or {}
+        if any(not isinstance(v, list) for v in aliases.values()):
+            return f"has aliases of {qid} that are not a list"
+        if any(not (isinstance(a, dict) and isinstance(a.get("value", ""), str))
+               for v in aliases.values() for a in v):
+            return f"has an alias of {qid} that is not {{value: text}}"
+    return None
 
 
 def _collect(entities: dict, batch: list[str], lang: str, into: NamesById) -> None:

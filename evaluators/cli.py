@@ -46,6 +46,11 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         print(f"factprobe: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a path the system refuses before any check could (name too long)
+        where = f": {exc.filename}" if exc.filename else ""
+        print(" ".join(f"factprobe: error: {exc.strerror or exc}{where}".split()),
+              file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("factprobe: interrupted; nothing half-written was left behind", file=sys.stderr)
         return 130

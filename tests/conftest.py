@@ -60,7 +60,8 @@ def oxigraph_url(tmp_path_factory) -> str:
 
 class FlakyProxy:
     """Forwards POSTs to a SPARQL server after answering the first requests with scripted
-    failures: ``script`` is a list like ``[(429, {"Retry-After": "1"}), (503, {})]``."""
+    failures: ``script`` is a list like ``[(429, {"Retry-After": "1"}), (503, {})]``; a third
+    item is the body to send instead of ``scripted failure`` (a 200 of the wrong shape)."""
 
     def __init__(self, target: str):
         self.target = target
@@ -77,12 +78,12 @@ class FlakyProxy:
                 proxy.requests.append({"time": time.monotonic(), "headers": dict(self.headers),
                                        "body": body})
                 if proxy.script:
-                    code, headers = proxy.script.pop(0)
+                    code, headers, *body = proxy.script.pop(0)
                     self.send_response(code)
                     for k, v in headers.items():
                         self.send_header(k, v)
                     self.end_headers()
-                    self.wfile.write(b"scripted failure")
+                    self.wfile.write(body[0] if body else b"scripted failure")
                     return
                 req = urllib.request.Request(proxy.target, data=body, headers={
                     "Content-Type": self.headers["Content-Type"],
@@ -116,6 +117,16 @@ def flaky_proxy(oxigraph_url):
 @pytest.fixture
 def closed_port_url() -> str:
     return f"http://127.0.0.1:{_free_port()}/query"
+
+
+@pytest.fixture
+def silent_url():
+    """A port that accepts connections (the kernel's backlog does) and never answers: every
+    request to it ends in the client's timeout."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(64)
+        yield f"http://127.0.0.1:{s.getsockname()[1]}"
 
 
 # Small random-weight models with locally trained tokenizers, saved once per session.

@@ -104,7 +104,7 @@ def test_cli(tmp_path):
     assert pq.read_schema(out / "facts.parquet").field("negatives").type == pa.list_(pa.string())
     assert_user_error(run("build", "misprimes", "--facts", str(SAMPLE), "--out",
                           str(tmp_path / "x"), "--negatives", "0", cwd=tmp_path),
-                      "--negatives must be at least 1")
+                      "--negatives", "must be >= 1")
     assert_user_error(run("build", "misprimes", "--facts", str(SAMPLE), "--out",
                           str(tmp_path / "x"), "--type-relation", "P31", cwd=tmp_path),
                       "no P31 facts")

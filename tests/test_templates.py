@@ -118,7 +118,7 @@ def test_cli_failing_endpoint(tmp_path):
     with ScriptedChat(default=lambda req: ("status", 500, {}, "boom")) as server:
         proc = _templates_cli(tmp_path, "--llm-model", "m", "--llm-base-url", server.url,
                               "--retries", "0")
-    assert_user_error(proc, "failed after 1 attempts", "HTTP 500")
+    assert_user_error(proc, "failed after 1 attempt:", "HTTP 500")
     _nothing_written(tmp_path)
 
 

@@ -61,7 +61,8 @@ class FakeWikidataApi:
     requests: list[Recorded] = field(default_factory=list)
 
     def fail(self, n: int, kind: str) -> None:
-        """Answer the next ``n`` requests with ``kind``: 429, maxlag, 500, apierror, html."""
+        """Answer the next ``n`` requests with ``kind``: 429, 429-no-wait, maxlag, 500,
+        apierror, html, or shape (valid JSON that is not a wbgetentities answer)."""
         self.script = [kind] * n
 
     @property
@@ -87,6 +88,11 @@ class FakeWikidataApi:
             kind = self.script.pop(0) if self.script else "ok"
         if kind == "429":
             return 429, {"Retry-After": "1"}, b"Too many requests"
+        if kind == "429-no-wait":
+            return 429, {}, b"Too many requests"
+        if kind == "shape":   # an entity whose aliases are not a list: a broken mirror or proxy
+            ids = params.get("ids", "").split("|")
+            return 200, {}, _json({"entities": {i: {"id": i, "aliases": {"en": 5}} for i in ids}})
         if kind == "500":
             return 500, {}, b"<html>Internal error</html>"
         if kind == "html":

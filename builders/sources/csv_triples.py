@@ -15,6 +15,7 @@ from tqdm.auto import tqdm
 from ..errors import UserError
 from ..facts import SourceResult
 from ..tables import file_sha256
+from ..textfiles import utf8_lines
 from .common import (TextColumns, bad_line, check_relations, natural_key, text_frame,
                      wanted_relations)
 
@@ -75,15 +76,22 @@ def read_csv(path: str, relations: list[str] | None, *, limit: int | None = None
     # The csv module rather than pandas.read_csv: it hands over one record at a time with the
     # physical line it came from, so a malformed row is reported as file:line (pandas can only
     # skip such rows or fail with a parser message whose line numbering is unreliable with
-    # quoted multi-line fields), and --skip-bad can count exactly what it skipped.
-    with open(p, newline="", encoding="utf-8-sig") as fh, \
-            tqdm(desc=f"reading {p.name}", unit=" rows", disable=not progress) as bar:
-        reader = csv.reader(fh, delimiter=delim)
+    # quoted multi-line fields), and --skip-bad can count exactly what it skipped. Lines are
+    # decoded one by one (utf8_lines) so that a byte that is not UTF-8 is named by its line.
+    try:
+        fh = open(p, "rb")
+    except OSError as exc:
+        raise UserError(f"cannot read {path} ({exc.strerror or type(exc).__name__})") from None
+    with fh, tqdm(desc=f"reading {p.name}", unit=" rows", disable=not progress) as bar:
+        reader = csv.reader(utf8_lines(path, fh), delimiter=delim)
         try:
             header = next(reader, None)
-        except (csv.Error, UnicodeDecodeError) as exc:
+        except csv.Error as exc:
             raise UserError(f"{path}:1: cannot read the header ({exc}); the first line must "
                             f"name the columns subject, relation, object") from None
+        if header is not None and any("\x00" in h for h in header):
+            raise UserError(f"{path}:1: NUL byte in the header (a binary or UTF-16 file?); "
+                            f"save the file as UTF-8 text")
         if header is None or not any(h.strip() for h in header):
             raise UserError(f"{path} is empty or has an empty first line; the first line must "
                             f"name the columns subject, relation, object")
@@ -107,9 +115,6 @@ def read_csv(path: str, relations: list[str] | None, *, limit: int | None = None
                 row = next(reader)
             except StopIteration:
                 break
-            except UnicodeDecodeError:
-                raise UserError(f"{path}: not valid UTF-8 near line {start}; save the file as "
-                                f"UTF-8") from None
             except csv.Error as exc:
                 if not skip_bad:
                     raise bad_line(f"{path}:{start}", f"malformed CSV ({exc})") from None
@@ -123,6 +128,8 @@ def read_csv(path: str, relations: list[str] | None, *, limit: int | None = None
             problem = None
             if len(row) != width:
                 problem = f"{len(row)} fields, the header has {width}"
+            elif any("\x00" in field for field in row):
+                problem = "NUL byte in a field"
             else:
                 sid, rel, oid = row[i_sub].strip(), row[i_rel].strip(), row[i_obj].strip()
                 empty = [name for name, val in (("subject", sid), ("relation", rel),

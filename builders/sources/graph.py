@@ -84,15 +84,16 @@ def checked_lang(lang: str) -> str:
     return lang.lower()
 
 
-def paged_select(endpoint: Endpoint, make_query, page_size: int, limit: int | None, bar) -> list[dict]:
+def paged_select(endpoint: Endpoint, make_query, page_size: int, limit: int | None, bar,
+                 required: tuple[str, ...]) -> list[dict]:
+    """Every row of a paged SELECT; ``required``: the variables every row must bind."""
     rows: list[dict] = []
     offset = 0
     while True:
         size = page_size if limit is None else min(page_size, limit - len(rows))
         if size <= 0:
             break
-        result = endpoint.select(make_query(size, offset))
-        page = result.get("results", {}).get("bindings", [])
+        page = endpoint.select(make_query(size, offset), required)["results"]["bindings"]
         rows.extend(page)
         bar.update(1)
         if len(page) < size:
@@ -156,12 +157,13 @@ class GraphReader:
                 queries[rid] = text_sha256(triples_query(pred, cfg.page_size, 0) + "\n" +
                                            labels_query(pred, lang, cfg.page_size, 0))
                 rows = paged_select(self.endpoint, lambda n, off: triples_query(pred, n, off),
-                              cfg.page_size, cfg.limit, bar)
+                                    cfg.page_size, cfg.limit, bar, ("s", "o"))
                 if not rows:
                     missing.append(rid)
                     continue
-                names = paged_select(self.endpoint, lambda n, off: labels_query(pred, lang, n, off),
-                               cfg.page_size, None, bar)
+                names = paged_select(self.endpoint,
+                                     lambda n, off: labels_query(pred, lang, n, off),
+                                     cfg.page_size, None, bar, ("e", "p", "l"))
                 self._collect_labels(names, labels, alias_rows)
                 for b in rows:
                     s, o = b["s"], b["o"]
@@ -226,9 +228,9 @@ class GraphReader:
         subject_of = {rid: (WD + iri[len(WDT):] if iri.startswith(WDT) else iri)
                       for rid, iri in preds.items()}
         result = self.endpoint.select(relation_meta_query(sorted(set(subject_of.values())),
-                                                          self.config.lang))
+                                                          self.config.lang), ("r", "p", "v"))
         found: dict[str, dict[str, list[str]]] = {}
-        for b in result.get("results", {}).get("bindings", []):
+        for b in result["results"]["bindings"]:
             found.setdefault(b["r"]["value"], {}).setdefault(b["p"]["value"], []).append(
                 b["v"]["value"])
         rows = []
@@ -246,8 +248,8 @@ class GraphReader:
             hint = (f" ({', '.join(bad)} not Wikidata property ids like P36)" if bad else
                     "; check the property ids on wikidata.org")
             return f"no facts for relation(s) {names} on Wikidata{hint}"
-        result = self.endpoint.select(PREDICATES_QUERY)
+        result = self.endpoint.select(PREDICATES_QUERY, ("p",))
         present = [compact(b["p"]["value"], self.prefixes)
-                   for b in result.get("results", {}).get("bindings", [])]
+                   for b in result["results"]["bindings"]]
         return (f"no facts for relation(s) {names} in {self.source_tag} source; relations "
                 f"present: {', '.join(present) or 'none (the graph is empty)'}")

@@ -40,6 +40,8 @@ except ImportError:  # pragma: no cover - depends on the environment
 RELATION_FILE = re.compile(r"^P\d+$")
 REQUIRED_KEYS = ("sub_uri", "sub_label", "obj_uri", "obj_label")
 ID_KEYS = ("sub_uri", "obj_uri")
+# What a label or id may be (numbers are written as text); a list or object is a bad line.
+SCALARS = frozenset((str, int, float, type(None)))
 
 
 
@@ -167,6 +169,12 @@ def _read_lama(path: str, files: list[Path], wanted: list[str] | None, limit: in
                                      if rec[k] is None or not str(rec[k]).strip()]
                             if empty:
                                 problem = f"empty {', '.join(empty)}"
+                            elif (any(type(rec[k]) not in SCALARS for k in REQUIRED_KEYS)
+                                  or type(rec.get("predicate_id")) not in SCALARS):
+                                problem = "a label or id that is not text"
+                            elif any(isinstance(rec[k], str) and "\x00" in rec[k]
+                                     for k in REQUIRED_KEYS):
+                                problem = "NUL character in a label or id"
                 if problem is not None:
                     if not skip_bad:
                         raise bad_line(f"{where_file}:{lineno}", problem)

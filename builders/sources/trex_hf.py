@@ -55,7 +55,10 @@ def _hf_session(progress: bool) -> Iterator[None]:
     saved = (dconfig.HF_HUB_OFFLINE, getattr(dconfig, "HF_DATASETS_OFFLINE", None),
              hconst.HF_HUB_OFFLINE)
     bars_were_off = datasets.utils.are_progress_bars_disabled()
+    verbosity = datasets.utils.logging.get_verbosity()
     try:
+        # datasets logs a failure before raising it; the raise becomes our one line
+        datasets.utils.logging.set_verbosity(datasets.utils.logging.CRITICAL)
         if offline:
             dconfig.HF_HUB_OFFLINE = True
             if hasattr(dconfig, "HF_DATASETS_OFFLINE"):
@@ -69,6 +72,7 @@ def _hf_session(progress: bool) -> Iterator[None]:
         if saved[1] is not None:
             dconfig.HF_DATASETS_OFFLINE = saved[1]
         hconst.HF_HUB_OFFLINE = saved[2]
+        datasets.utils.logging.set_verbosity(verbosity)
         if not progress and not bars_were_off:
             datasets.utils.enable_progress_bars()
 
