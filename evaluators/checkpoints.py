@@ -141,21 +141,26 @@ class Checkpoints:
             h.update(repr(r).encode("utf-8"))
         return self.folder / f"{stage}-{index:05d}-{h.hexdigest()[:16]}.parquet"
 
+    def _read(self, stage: str, path: Path) -> pd.DataFrame | None:
+        try:
+            table = pq.read_table(path)
+            stats = ChunkStats(**json.loads((table.schema.metadata or {})[META_KEY]))
+        except (OSError, ValueError, KeyError, TypeError, pa.ArrowException):
+            return None
+        self.used.setdefault(stage, []).append(stats)
+        return table.to_pandas()
+
     def load(self, stage: str, path: Path) -> pd.DataFrame | None:
         """A finished chunk's rows, or None when it is not there (or unreadable: it is then
         computed again)."""
         if not path.is_file():
             return None
-        try:
-            table = pq.read_table(path)
-            meta = json.loads((table.schema.metadata or {})[META_KEY])
-            stats = ChunkStats(**meta)
-        except (OSError, ValueError, KeyError, TypeError, pa.ArrowException):
+        frame = self._read(stage, path)
+        if frame is None:
             path.unlink(missing_ok=True)
-            return None
-        self.used.setdefault(stage, []).append(stats)
-        self.reused += 1
-        return table.to_pandas()
+        else:
+            self.reused += 1
+        return frame
 
     def save(self, stage: str, path: Path, rows: list[dict], stats: ChunkStats
              ) -> pd.DataFrame:
@@ -168,10 +173,10 @@ class Checkpoints:
         pq.write_table(table, tmp)
         os.replace(tmp, path)
         self._log_session(every=2.0)
-        frame = self.load(stage, path)
-        self.reused -= 1
         self.computed += 1
-        assert frame is not None
+        frame = self._read(stage, path)
+        if frame is None:
+            raise OSError(f"{path}: the checkpoint just written cannot be read back")
         return frame
 
     # ----------------------------------------------------------------------------- totals

@@ -94,8 +94,22 @@ def _load(what: str, where: str, local: bool, revision: str | None, fn):
     except Exception as exc:  # noqa: BLE001 (see the docstring)
         if isinstance(exc, UserError):
             raise
-        why = f"{what}: {_first_line(exc)}" if local else hub_problem(where, revision, exc)
+        why = _local_problem(what, where, exc) if local else hub_problem(where, revision, exc)
         raise UserError(f"cannot load model {where!r}: {why}") from None
+
+
+def _local_problem(what: str, where: str, exc: BaseException) -> str:
+    """Which file of a local model folder failed, and how."""
+    text = _first_line(exc)
+    if what != "weights":
+        return f"{what}: {text}"
+    files = sorted(p.name for p in Path(where).iterdir()
+                   if p.suffix in (".safetensors", ".bin", ".pt", ".pth"))
+    named = ", ".join(files[:3]) or "the weights"
+    if "mismatched_sizes" in text or "size mismatch" in text:
+        return (f"the tensors in {named} do not have the shapes config.json describes; "
+                f"the two come from different models")
+    return f"{named} cannot be loaded ({text[:200]})"
 
 
 def load_model(config: BackendConfig, *, masked: bool = False):

@@ -67,8 +67,13 @@ def check_model_folder(folder: Path) -> None:
         if missing:
             raise UserError(f"{folder} lacks weight shard(s) {', '.join(missing[:3])} listed in "
                             f"{index.name}; download the model again")
-    for path in sorted(folder.glob("*.safetensors")):
-        _safetensors(path)
+    weights = sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin"))
+    if not weights:
+        raise UserError(f"{folder} has no weights (model.safetensors or pytorch_model.bin); "
+                        f"save them beside config.json with model.save_pretrained(...)")
+    for path in weights:
+        if path.suffix == ".safetensors":
+            _safetensors(path)
     if not any((folder / name).is_file() for name in TOKENIZER_FILES):
         raise UserError(f"{folder} has no tokenizer ({', '.join(TOKENIZER_FILES[:4])} ...); "
                         f"save it beside the model with tokenizer.save_pretrained(...)")

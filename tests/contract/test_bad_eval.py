@@ -53,6 +53,14 @@ def _latin1_config(ws: Path) -> None:
     (_model_copy(ws) / "config.json").write_bytes('{"model_type": "gpt2 é"}'.encode("latin-1"))
 
 
+def _narrower_config(ws: Path) -> None:
+    """config.json of a narrower model than the weights."""
+    f = _model_copy(ws) / "config.json"
+    config = json.loads(f.read_text(encoding="utf-8"))
+    config["n_embd"] = config["n_embd"] // 2
+    f.write_text(json.dumps(config), encoding="utf-8")
+
+
 def _no_tokenizer(ws: Path) -> None:
     folder = _model_copy(ws)
     for f in folder.glob("tokenizer*"):
@@ -223,7 +231,9 @@ CASES = [
     Case("model-corrupt-tokenizer", zp("--examples", "2", "--model", "broken"),
          ("tokenizer.json", "not valid JSON"), setup=_bad_tokenizer),
     Case("model-no-weights", zp("--examples", "2", "--model", "broken"),
-         ("broken", "model.safetensors"), setup=_no_weights),
+         ("broken", "no weights"), setup=_no_weights),
+    Case("model-weights-do-not-fit-config", zp("--examples", "2", "--model", "broken"),
+         ("model.safetensors", "config.json"), setup=_narrower_config),
     Case("model-corrupt-planted-json", zp("--examples", "2", "--model", "broken"),
          ("planted.json",), setup=_bad_planted),
     Case("model-masked-for-a-causal-method", zp("--examples", "2", "--model", "mlm"),
