@@ -162,8 +162,9 @@ def _run_zp_lke(args) -> str:
     if args.corrupt_count and not args.corrupt:
         raise UserError("--corrupt-count needs --corrupt unknown or --corrupt incorrect")
     if args.corrupt_count > min(args.examples):
-        raise UserError(f"--corrupt-count {args.corrupt_count} is more than the "
-                        f"{min(args.examples)} examples of --examples {min(args.examples)}")
+        raise UserError(f"--corrupt-count {args.corrupt_count} is more than the smallest "
+                        f"--examples ({min(args.examples)}): a prompt cannot have more "
+                        f"examples replaced than it shows")
     cfg = ZPLKEConfig(n_examples=args.examples, seeds=args.seeds, sep_so=args.sep,
                       sep_pair=args.pair_sep, compat=args.compat,
                       response_tokens=args.response_tokens, corrupt=args.corrupt or "",

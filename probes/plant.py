@@ -49,8 +49,10 @@ def check_shape(cfg: PlantConfig) -> None:
         value = getattr(cfg, name)
         if value is not None and value < 1:
             raise UserError(f"--{name.replace('_', '-')} must be at least 1, not {value}")
-    if cfg.seed < 0 or not cfg.lr > 0:
-        raise UserError("--seed must be >= 0 and --lr > 0")
+    if cfg.seed < 0:
+        raise UserError(f"--seed must be >= 0, not {cfg.seed}")
+    if not 0 < cfg.lr < math.inf:
+        raise UserError(f"--lr must be a number > 0, not {cfg.lr}")
     if cfg.width % cfg.heads:
         raise UserError(f"--width {cfg.width} is not a multiple of --heads {cfg.heads}")
     if not cfg.masked and cfg.arch == "llama":
@@ -166,6 +168,9 @@ def plant(cfg: PlantConfig) -> Path:
     forms = _relation_forms(cfg.dataset, facts, cfg)
     planted, held = split_planted(facts, cfg.seed)
     known = facts[facts["fact_id"].isin(planted)]
+    if known.empty:
+        raise UserError(f"{cfg.dataset} has no fact to plant: it needs train facts, or two "
+                        f"test facts in a relation (half of them are held out)")
     if cfg.masked:
         from .plant_masked import train_masked
         model, tokenizer, losses, total = train_masked(facts, known, forms, cfg)

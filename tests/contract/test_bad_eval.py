@@ -185,7 +185,7 @@ CASES = [
     Case("zp-corrupt-count-negative", zp("--corrupt-count", "-1"), ("--corrupt-count",)),
     Case("zp-corrupt-count-over-examples",
          zp("--examples", "2", "--corrupt", "unknown", "--corrupt-count", "3"),
-         ("--corrupt-count 3", "--examples")),
+         ("--corrupt-count 3", "smallest --examples (2)")),
     Case("zp-corrupt-count-alone", zp("--examples", "2", "--corrupt-count", "1"),
          ("--corrupt-count", "--corrupt")),
     Case("zp-corrupt-without-count", zp("--examples", "2", "--corrupt", "incorrect"),
