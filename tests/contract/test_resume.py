@@ -37,7 +37,8 @@ def _env(ws: Path) -> dict:
             "TRANSFORMERS_OFFLINE": "1", "FACTPROBE_CACHE_DIR": str(ws / ".cache-factprobe")}
 
 
-def _kill_after_checkpoints(ws: Path, out: str, chunks: int = 3) -> None:
+def _kill_after_checkpoints(ws: Path, out: str, chunks: int = 3, keep_out: bool = False
+                            ) -> None:
     """Start the eval and SIGKILL it once ``chunks`` chunks are checkpointed."""
     partial = ws / f".{out}.partial"
     proc = subprocess.Popen(factprobe_exe() + EVAL + ["--out", out], cwd=ws, env=_env(ws),
@@ -55,7 +56,7 @@ def _kill_after_checkpoints(ws: Path, out: str, chunks: int = 3) -> None:
         proc.wait(timeout=60)
         proc.stderr.close()
     assert proc.returncode == -signal.SIGKILL
-    assert not (ws / out).exists()                       # nothing half-written
+    assert keep_out or not (ws / out).exists()           # nothing half-written
     assert len(list(partial.glob("mc-*.parquet"))) >= chunks
 
 
@@ -91,10 +92,13 @@ def _replant(ws: Path, seed: int) -> None:
 
 
 def test_killed_then_resumed_is_byte_identical(workspace):
-    _kill_after_checkpoints(workspace, "resumed")
-    _eval(workspace, "resumed")
+    """Over a previous run folder: the kill leaves it as it was, the rerun replaces it."""
+    previous = {p.name: p.read_bytes() for p in (workspace / "run").iterdir()}
+    _kill_after_checkpoints(workspace, "run", keep_out=True)
+    assert {p.name: p.read_bytes() for p in (workspace / "run").iterdir()} == previous
+    _eval(workspace, "run")
     _eval(workspace, "clean")
-    resumed, clean = _same_run(workspace, "resumed", "clean")
+    resumed, clean = _same_run(workspace, "run", "clean")
     assert resumed["sessions"]["count"] == 2 and clean["sessions"]["count"] == 1
     assert resumed["sessions"]["chunks_resumed"] >= 3
     total = resumed["sessions"]["chunks_resumed"] + resumed["sessions"]["chunks_computed"]
