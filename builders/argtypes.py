@@ -87,6 +87,24 @@ def temperature(value: str) -> float:
     return x
 
 
+def positive_float(value: str) -> float:
+    """A finite number > 0 (a learning rate, a scale).
+
+    >>> positive_float("2e-3")
+    0.002
+    >>> positive_float("0")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: '0' must be a number > 0
+    """
+    try:
+        x = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not 0 < x < float("inf"):
+        raise argparse.ArgumentTypeError(f"{value!r} must be a number > 0")
+    return x
+
+
 def fraction(value: str) -> float:
     """A number in (0, 1].
 

@@ -37,6 +37,7 @@ from builders.tables import dumps_json
 from .metrics import suite
 from .metrics.stats import paired_test, rnd
 from .metrics.suite import HEADLINES, MAIN, MetricsOptions
+from .run_checks import check_planted, check_run_json
 
 FAMILY = {"zp-lke": "multiple choice", "prompt": "multiple choice", "belief": "BELIEF",
           "belief-icl": "BELIEF", "monitor": "MONITOR"}
@@ -104,7 +105,7 @@ def _read_json(path: Path, what: str) -> dict:
 
 
 def load_run(path: Path, planted_file: str | None = None) -> Run:
-    run = _read_json(path / "run.json", "run.json")
+    run = check_run_json(path, _read_json(path / "run.json", "run.json"))
     method = run.get("method")
     if method not in suite.METRICS:
         raise UserError(f"{path}/run.json: method {method!r} is not one factprobe knows "
@@ -120,7 +121,8 @@ def load_run(path: Path, planted_file: str | None = None) -> Run:
         ([Path(model) / "planted.json"] if model else [])
     for c in candidates:
         if c.is_file():
-            planted, planted_path = _read_json(c, "planted.json"), str(c)
+            planted = check_planted(str(c), _read_json(c, "planted.json"))
+            planted_path = str(c)
         elif planted_file:
             raise UserError(f"--planted {planted_file}: no such file")
     stored = path / "metrics.json"

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from builders.argtypes import count
-from builders.errors import UserError
+from builders.argtypes import count, positive
 
 EPILOG = """examples:
   factprobe report --results data/results --out reports/sample
@@ -25,7 +24,7 @@ def _alphas(value: str) -> tuple[float, float, float]:
         a = tuple(float(Fraction(v.strip())) for v in value.split(","))
     except (ValueError, ZeroDivisionError):
         raise argparse.ArgumentTypeError(f"{value!r}: three comma-separated numbers") from None
-    if len(a) != 3 or any(x < 0 for x in a):
+    if len(a) != 3 or not all(0 <= x < float("inf") for x in a):
         raise argparse.ArgumentTypeError(f"{value!r}: three comma-separated numbers >= 0")
     return a
 
@@ -39,11 +38,11 @@ def register(subparsers, common) -> None:
     p.add_argument("--out", required=True, help="report folder to write")
     p.add_argument("--metrics", help="comma-separated headline metrics for the leaderboard "
                    "(default: every one the runs' methods give)")
-    p.add_argument("--bootstrap", type=count, default=1000, help="bootstrap resamples (1000)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap and sampling seed (0)")
-    p.add_argument("--samplings", type=count, default=50_000,
+    p.add_argument("--bootstrap", type=positive, default=1000, help="bootstrap resamples (1000)")
+    p.add_argument("--seed", type=count, default=0, help="bootstrap and sampling seed (0)")
+    p.add_argument("--samplings", type=positive, default=50_000,
                    help="BELIEF Acc@1 fluctuation: draws of one prompt per pair (50000)")
-    p.add_argument("--bins", type=int, default=10, help="BELIEF Overconf bins (10)")
+    p.add_argument("--bins", type=positive, default=10, help="BELIEF Overconf bins (10)")
     p.add_argument("--alphas", type=_alphas, default=(1 / 3, 1 / 3, 1 / 3),
                    help="MONITOR a1,a2,a3, numbers or fractions (1/3,1/3,1/3)")
     p.add_argument("--common-facts", action="store_true",
@@ -57,8 +56,6 @@ def register(subparsers, common) -> None:
 def _run(args) -> str:
     from .metrics.suite import MetricsOptions
     from .report import ReportConfig, build_report
-    if args.bins < 1:
-        raise UserError("--bins must be at least 1")
     opts = MetricsOptions(resamples=args.bootstrap, seed=args.seed, samplings=args.samplings,
                           bins=args.bins, alphas=tuple(args.alphas))
     out = build_report(ReportConfig(results=tuple(args.results), out=args.out,

@@ -2,17 +2,16 @@
 run.json, metrics.json.
 
 Work is cut into chunks (one group of requests sharing a prefix, at most ``CHUNK`` requests);
-each finished chunk is written to a checkpoint folder beside the output, so a killed run
-resumes where it stopped without redoing or duplicating anything. The final files appear only
-when everything is done, in one rename.
+each finished chunk is written to a checkpoint folder beside the output (:mod:`.checkpoints`),
+so a killed run resumes where it stopped without redoing or duplicating anything, and only
+with the very model that computed the chunks. The final files appear only when everything is
+done, in one rename.
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import platform
-import shutil
+import sys
 import time
 from dataclasses import asdict, dataclass, is_dataclass
 from importlib import metadata
@@ -29,6 +28,7 @@ from probes.backends import BackendConfig
 from probes.plan import Plan, Stage
 from probes.requests import prompt_id
 
+from .checkpoints import Checkpoints, ChunkStats
 from .outputs import generate_rows, mask_rows, request_text, score_rows
 
 CHUNK = 256
@@ -96,14 +96,6 @@ def _chunks(stage: Stage, requests: list) -> list[list]:
     return out
 
 
-def _chunk_key(stage: Stage, chunk: list, backend_cfg: BackendConfig) -> str:
-    h = hashlib.sha1(json.dumps(asdict(backend_cfg), sort_keys=True).encode())
-    h.update(stage.name.encode())
-    for r in chunk:
-        h.update(repr(r).encode("utf-8"))
-    return h.hexdigest()[:16]
-
-
 def _run_chunk(backend, stage: Stage, chunk: list, bar) -> list[dict]:
     if stage.kind == "score":
         return score_rows(stage.name, chunk, backend.score(chunk, progress=bar))
@@ -114,16 +106,15 @@ def _run_chunk(backend, stage: Stage, chunk: list, bar) -> list[dict]:
     raise ValueError(stage.kind)
 
 
-def execute(plan: Plan, backend, backend_cfg: BackendConfig, partial: Path, progress: bool,
+def execute(plan: Plan, backend, checkpoints: Checkpoints, progress: bool,
             too_long: str = "error", counts: dict | None = None
-            ) -> tuple[pd.DataFrame, dict, dict]:
-    """Run every stage, resuming from checkpoints; returns (outputs, prompts, timings)."""
+            ) -> tuple[pd.DataFrame, dict]:
+    """Run every stage, resuming from ``checkpoints``; returns (outputs, prompts)."""
     counts = {} if counts is None else counts
-    partial.mkdir(parents=True, exist_ok=True)
     frames: list[pd.DataFrame] = []
     prompts: dict[str, str] = {}
-    timings: dict[str, float] = {}
     for stage in plan.stages:
+        checkpoints.begin_stage(stage.name)
         requests = stage.requests
         if stage.build is not None:
             requests = stage.build(pd.concat(frames, ignore_index=True) if frames
@@ -132,24 +123,25 @@ def execute(plan: Plan, backend, backend_cfg: BackendConfig, partial: Path, prog
         for r in requests:
             text = request_text(r)
             prompts[prompt_id(text)] = text
-        start = time.perf_counter()
+        # Bars only on a terminal: piped or logged, stderr stays the one line of an error.
         with tqdm(total=len(requests), desc=f"{plan.method} {stage.name}", unit="req",
-                  disable=not progress) as bar:
+                  disable=not progress or not sys.stderr.isatty()) as bar:
             for i, chunk in enumerate(_chunks(stage, requests)):
-                path = partial / f"{stage.name}-{i:05d}-{_chunk_key(stage, chunk, backend_cfg)}.parquet"
-                if path.exists():
-                    frames.append(pd.read_parquet(path))
+                path = checkpoints.path(stage.name, i, chunk)
+                frame = checkpoints.load(stage.name, path)
+                if frame is None:
+                    tokens, full = backend.tokens_computed, backend.tokens_full
+                    start = time.perf_counter()
+                    rows = _run_chunk(backend, stage, chunk, bar)
+                    stats = ChunkStats(backend.tokens_computed - tokens,
+                                       backend.tokens_full - full,
+                                       round(time.perf_counter() - start, 3))
+                    frame = checkpoints.save(stage.name, path, rows, stats)
+                else:
                     bar.update(len(chunk))
-                    continue
-                rows = _run_chunk(backend, stage, chunk, bar)
-                frame = pd.DataFrame(rows)
-                tmp = path.with_suffix(".tmp")
-                frame.to_parquet(tmp, index=False)
-                os.replace(tmp, path)
                 frames.append(frame)
-        timings[stage.name] = round(time.perf_counter() - start, 3)
     outputs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    return outputs, prompts, timings
+    return outputs, prompts
 
 
 def _sorted(outputs: pd.DataFrame) -> pd.DataFrame:
@@ -174,23 +166,40 @@ def _config_dict(obj) -> dict:
     return asdict(obj) if is_dataclass(obj) else dict(obj)
 
 
+def checkpoint_folder(out: Path) -> Path:
+    return out.with_name(f".{out.name}.partial")
+
+
 def run_eval(cfg: EvalConfig, backend_cfg: BackendConfig, plan: Plan, method_cfg,
              dataset_info: dict, *, masked: bool = False, metrics_fn=None) -> Path | None:
     """Execute ``plan`` with the model of ``backend_cfg`` and write the run folder."""
+    if plan.size() == 0:
+        # Loading a model only to find there is nothing to ask it costs minutes for nothing.
+        raise UserError(f"nothing to evaluate: {plan.empty_reason()}")
     if cfg.dry_run:
         for line in plan.first_prompts(3):
             print(line)
-        total = sum(len(s.requests) for s in plan.stages)
-        print(f"{total} requests in {len(plan.stages)} stage(s); nothing was run (--dry-run)")
+        print(f"{plan.size()} requests in {len(plan.stages)} stage(s); nothing was run "
+              f"(--dry-run)")
         return None
+    start = time.perf_counter()
     from probes.backends import load_backend
+    from probes.backends.identity import model_identity
     backend = load_backend(backend_cfg, masked=masked)
     out = Path(cfg.out)
-    partial = out.with_name(f".{out.name}.partial")
-    start = time.perf_counter()
+    checkpoints = Checkpoints(checkpoint_folder(out),
+                              model_identity(backend_cfg, backend, masked=masked), start)
+    why = checkpoints.open()
+    if why:
+        print(f"factprobe: {why}; starting over", file=sys.stderr)
     counts: dict = {}
-    outputs, prompts, timings = execute(plan, backend, backend_cfg, partial, cfg.progress,
-                                        cfg.too_long, counts)
+    try:
+        outputs, prompts = execute(plan, backend, checkpoints, cfg.progress, cfg.too_long,
+                                   counts)
+        metrics = metrics_fn(outputs) if metrics_fn is not None else {}
+    except UserError:
+        checkpoints.abandon()
+        raise
     model_cfg = backend.model.config
     run = {
         "method": plan.method,
@@ -200,17 +209,18 @@ def run_eval(cfg: EvalConfig, backend_cfg: BackendConfig, plan: Plan, method_cfg
         "model": {"name": backend_cfg.model, "type": model_cfg.model_type,
                   "revision": backend_cfg.revision or getattr(model_cfg, "_commit_hash", None),
                   "parameters": int(sum(p.numel() for p in backend.model.parameters())),
-                  "device": backend.device, "dtype": str(next(backend.model.parameters()).dtype)},
+                  "device": backend.device, "dtype": str(next(backend.model.parameters()).dtype),
+                  "identity": checkpoints.digest},
         "dataset": dataset_info,
         "plan": plan.info | {"too_long": counts},
         "versions": _versions(),
-        "timings_s": timings | {"total": round(time.perf_counter() - start, 3)},
-        "tokens": {"computed": backend.tokens_computed, "full_sequence": backend.tokens_full},
+        "timings_s": checkpoints.timings(),
+        "tokens": checkpoints.tokens(),
+        "sessions": checkpoints.session_info(),
         "rows": len(outputs),
     }
-    metrics = metrics_fn(outputs) if metrics_fn is not None else {}
     write_run(out, outputs, prompts, run, metrics)
-    shutil.rmtree(partial, ignore_errors=True)
+    checkpoints.remove()
     return out
 
 

@@ -64,4 +64,6 @@ def plan(facts: pd.DataFrame, templates: list[Template], cfg: BeliefConfig) -> P
                                             "content_free": cf, "candidates": objects[rel]}))
     return Plan("belief", [Stage("prompts", "fill_mask", main),
                            Stage("content_free", "fill_mask", free)],
-                {"pairs": len(pairs), "relations_without_templates": skipped})
+                {"pairs": len(pairs), "relations_without_templates": skipped},
+                skipped={r: "no statement or question template with one [X] and one [Y]"
+                         for r in skipped})

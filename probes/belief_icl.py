@@ -76,6 +76,8 @@ def plan(facts: pd.DataFrame, templates: list[Template], cfg: BeliefICLConfig) -
         raise UserError(f"--style {cfg.style!r}: choose mask or qa")
     styles = ("question",) if cfg.style == "qa" else ("statement", "question")
     by_rel = usable_templates(templates, styles)
+    skipped = {r: f"no {' or '.join(styles)} template with one [X] and one [Y]"
+               for r in sorted(set(facts["relation_id"]) - set(by_rel))}
     pairs = [p for p in pairs_of(facts, cfg.max_names) if p.relation_id in by_rel]
     by_rel_pairs: dict[str, list[Pair]] = {}
     for p in pairs:
@@ -105,7 +107,7 @@ def plan(facts: pd.DataFrame, templates: list[Template], cfg: BeliefICLConfig) -
     if sampled:
         stages.append(Stage("samples", "generate", sampled))
     return Plan("belief-icl", stages, {"pairs": len(pairs), "prompts": len(greedy),
-                                       "sampled_prompts": len(sampled)})
+                                       "sampled_prompts": len(sampled)}, skipped=skipped)
 
 
 def _shots(rng, x, kind, p, t, by_rel, by_rel_pairs, pairs, style) -> list[tuple[str, str]]:

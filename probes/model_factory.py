@@ -12,7 +12,8 @@ SPECIALS_CAUSAL = ["<|endoftext|>", "<pad>"]
 SPECIALS_MASKED = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int = 2000, *, masked: bool = False):
+def train_tokenizer(texts: Iterable[str], vocab_size: int = 2000, *, masked: bool = False,
+                    progress: bool = False):
     """A fast tokenizer trained on ``texts``: byte-level BPE for causal LMs (any string can be
     encoded), WordPiece with BERT's special tokens for masked LMs."""
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, \
@@ -23,7 +24,8 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 2000, *, masked: boo
         tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
         tok.normalizer = normalizers.BertNormalizer(lowercase=False)
         tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-        trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIALS_MASKED)
+        trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIALS_MASKED,
+                                            show_progress=progress)
         tok.train_from_iterator(texts, trainer)
         cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
         tok.post_processor = processors.TemplateProcessing(
@@ -36,7 +38,8 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 2000, *, masked: boo
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIALS_CAUSAL,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=progress)
     tok.train_from_iterator(texts, trainer)
     return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|endoftext|>",
                                    eos_token="<|endoftext|>", pad_token="<pad>")

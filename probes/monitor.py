@@ -56,7 +56,8 @@ def plan(facts: pd.DataFrame, templates: list[Template], cfg: MonitorConfig) -> 
     questions: dict[str, list[Template]] = {}
     base: dict[str, Template] = {}
     for t in templates:
-        if t.style != "question":
+        # a question without its subject asks the same thing of every fact
+        if t.style != "question" or question_text(t.template).count("[X]") != 1:
             continue
         questions.setdefault(t.relation_id, []).append(t)
         if getattr(t, "is_base", False):
@@ -110,4 +111,5 @@ def plan(facts: pd.DataFrame, templates: list[Template], cfg: MonitorConfig) -> 
         stages.append(Stage("frames", "generate", frames))
     stages.append(Stage("foreign", "generate" if cfg.compat else "score", build=foreign))
     return Plan("monitor", stages, {"facts": len(per_fact), "relations_without_questions":
-                                    skipped})
+                                    skipped},
+                skipped={r: "no question template with one [X]" for r in skipped})

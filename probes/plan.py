@@ -29,6 +29,23 @@ class Plan:
     # Drop the first in-context example of a request (None when it has none left); lets the
     # runner fit over-long prompts into the model's context with --too-long truncate.
     shorten: Callable | None = None
+    # Relations that got no requests, and why (no usable template, no question...): what the
+    # runner tells the user when a plan comes out empty.
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def size(self) -> int:
+        """Requests known before running (a ``build`` stage only adds to a non-empty plan)."""
+        return sum(len(s.requests) for s in self.stages)
+
+    def empty_reason(self, limit: int = 4) -> str:
+        """Why the plan has no requests, in one line: each relation's reason, as the probe
+        recorded it in ``skipped``."""
+        if not self.skipped:
+            return "the selected facts hold nothing to ask about"
+        items = sorted(self.skipped.items())
+        shown = "; ".join(f"{rel}: {why}" for rel, why in items[:limit])
+        more = f"; and {len(items) - limit} more relation(s)" if len(items) > limit else ""
+        return shown + more
 
     def first_prompts(self, n: int = 3) -> list[str]:
         out = []

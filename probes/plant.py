@@ -43,6 +43,29 @@ class PlantConfig:
     progress: bool = True
 
 
+def check_shape(cfg: PlantConfig) -> None:
+    """Refuse sizes the model cannot be built with, before any data is read (transformers
+    would fail deep inside training, or in the first forward pass)."""
+    for name in ("epochs", "layers", "width", "heads", "vocab_size", "block", "batch_size"):
+        value = getattr(cfg, name)
+        if value is not None and value < 1:
+            raise UserError(f"--{name.replace('_', '-')} must be at least 1, not {value}")
+    if cfg.seed < 0:
+        raise UserError(f"--seed must be >= 0, not {cfg.seed}")
+    if not 0 < cfg.lr < math.inf:
+        raise UserError(f"--lr must be a number > 0, not {cfg.lr}")
+    if cfg.width % cfg.heads:
+        raise UserError(f"--width {cfg.width} is not a multiple of --heads {cfg.heads}")
+    if not cfg.masked and cfg.arch == "llama":
+        head_dim, kv_heads = cfg.width // cfg.heads, max(1, cfg.heads // 2)
+        if head_dim % 2:
+            raise UserError(f"--width {cfg.width} / --heads {cfg.heads} gives heads of "
+                            f"{head_dim} dimensions; rotary positions need an even number")
+        if cfg.heads % kv_heads:
+            raise UserError(f"--heads {cfg.heads}: the model shares keys and values between "
+                            f"pairs of heads, so use 1, 2, 3 or an even number of heads")
+
+
 def split_planted(facts: pd.DataFrame, seed: int) -> tuple[set[str], set[str]]:
     """(planted, held_out) fact ids: every train fact plus half of each relation's test facts
     are planted; the rest of the test facts are held out."""
@@ -124,7 +147,11 @@ def _relation_forms(dataset: str, facts: pd.DataFrame, cfg: PlantConfig) -> dict
         labels = dict(zip(rel["relation_id"], rel["label"]))
     relations = sorted(facts["relation_id"].unique())
     templates = []
-    if cfg.templates and Path(cfg.templates).exists():
+    if cfg.templates:  # '' asks for label forms; a folder that is not there is a mistake
+        if not Path(cfg.templates).exists():
+            raise UserError(f"--templates {cfg.templates}: no such folder or file; give YAML "
+                            f"templates or a templates dataset, or --templates '' to teach "
+                            f"simple label forms")
         from .templates_in import load_templates
         templates = load_templates(cfg.templates, relations)
     return {r: _forms([t for t in templates if t.relation_id == r], labels.get(r, r))
@@ -132,7 +159,9 @@ def _relation_forms(dataset: str, facts: pd.DataFrame, cfg: PlantConfig) -> dict
 
 
 def plant(cfg: PlantConfig) -> Path:
-    cfg = replace(cfg, epochs=cfg.epochs or (15 if cfg.masked else 60))
+    check_shape(cfg)
+    cfg = replace(cfg, epochs=cfg.epochs if cfg.epochs is not None else
+                  (15 if cfg.masked else 60))
     facts = read_table(cfg.dataset, "facts").to_pandas()
     manifest = read_manifest(cfg.dataset)
     if facts.empty:
@@ -140,6 +169,9 @@ def plant(cfg: PlantConfig) -> Path:
     forms = _relation_forms(cfg.dataset, facts, cfg)
     planted, held = split_planted(facts, cfg.seed)
     known = facts[facts["fact_id"].isin(planted)]
+    if known.empty:
+        raise UserError(f"{cfg.dataset} has no fact to plant: it needs train facts, or two "
+                        f"test facts in a relation (half of them are held out)")
     if cfg.masked:
         from .plant_masked import train_masked
         model, tokenizer, losses, total = train_masked(facts, known, forms, cfg)
@@ -158,7 +190,8 @@ def _train_causal(facts, known, forms, cfg: PlantConfig):
     # Names of every entity (not the facts) so held-out subjects and choices tokenise normally.
     names = sorted(set(facts["subject"]) | set(facts["object"]) |
                    {c for cs in facts.get("choices", pd.Series([], dtype=object)) for c in cs})
-    tokenizer = train_tokenizer(vocab_text + names, vocab_size=cfg.vocab_size)
+    tokenizer = train_tokenizer(vocab_text + names, vocab_size=cfg.vocab_size,
+                                progress=cfg.progress)
     model = causal_model(tokenizer, layers=cfg.layers, width=cfg.width, heads=cfg.heads,
                          max_positions=max(1024, cfg.block), seed=cfg.seed, arch=cfg.arch)
     eos = tokenizer.eos_token_id
@@ -172,6 +205,10 @@ def _train_causal(facts, known, forms, cfg: PlantConfig):
         return torch.tensor(stream[: n * cfg.block]).view(n, cfg.block)
 
     steps_per_epoch = math.ceil(len(blocks(0)) / cfg.batch_size)
+    if steps_per_epoch == 0:
+        raise UserError(f"--block {cfg.block} is longer than an epoch of training text "
+                        f"({sum(len(tokenizer(d)['input_ids']) + 1 for d in vocab_text)} "
+                        f"tokens); lower --block")
     total = steps_per_epoch * cfg.epochs
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=total,
                                                 pct_start=0.1)
@@ -216,4 +253,18 @@ def load_planted(model_path: str) -> dict | None:
     path = Path(model_path) / "planted.json"
     if not path.is_file():
         return None
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{path}: cannot read it ({exc}); plant the model again, or delete "
+                        f"the file to evaluate it as an ordinary model") from None
+    return check_planted(str(path), meta)
+
+
+def check_planted(path: str, meta) -> dict:
+    """``meta``, read from ``path``, if it has the planted and held-out lists."""
+    if not (isinstance(meta, dict) and isinstance(meta.get("planted"), list)
+            and isinstance(meta.get("held_out"), list)):
+        raise UserError(f"{path} lacks the 'planted' and 'held_out' lists 'factprobe plant' "
+                        f"writes; plant the model again, or give the planted.json of one")
+    return meta

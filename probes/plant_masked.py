@@ -35,7 +35,8 @@ def train_masked(facts: pd.DataFrame, known: pd.DataFrame, forms: dict, cfg):
     torch.use_deterministic_algorithms(True)
     texts = [h + y + t for h, y, t in _statements(known, forms, 0)]
     names = sorted(set(facts["subject"]) | set(facts["object"]))
-    tokenizer = train_tokenizer(texts + names, vocab_size=cfg.vocab_size, masked=True)
+    tokenizer = train_tokenizer(texts + names, vocab_size=cfg.vocab_size, masked=True,
+                                progress=cfg.progress)
     tokenizer.add_tokens(sorted({o for o in facts["object"] if " " not in o}))
     model = masked_model(tokenizer, layers=cfg.layers, width=cfg.width, heads=cfg.heads,
                          seed=cfg.seed, dropout=0.0)

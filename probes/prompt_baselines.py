@@ -62,15 +62,20 @@ def plan(facts: pd.DataFrame, templates: list[Template], cfg: PromptConfig) -> P
     for relation in sorted(facts["relation_id"].unique()):
         tpl = pick_template(by_rel.get(relation, []), cfg.template_id)
         if tpl is None:
-            skipped[relation] = "no template with [Y] last" if relation in by_rel \
+            wanted = f" {cfg.template_id!r}" if cfg.template_id else ""
+            skipped[relation] = f"no template{wanted} with [Y] last" if relation in by_rel \
                 else "no template for this relation"
             continue
         rel_facts = facts[facts["relation_id"] == relation]
         test = rel_facts[rel_facts["split"] == "test"] if has_split else rel_facts
+        if test.empty:
+            skipped[relation] = "no test facts"
+            continue
         prefix = ""
         if cfg.fs_examples:
             train = rel_facts[rel_facts["split"] == "train"] if has_split else rel_facts
-            shots = _examples(train, cfg.fs_examples, cfg.seed, relation, ZPLKEConfig())
+            shots = _examples(train, cfg.fs_examples, cfg.seed, relation, ZPLKEConfig(),
+                              "--fs-examples")
             prefix = " ".join(fill(tpl.template, x, y) for x, y in shots) + " "
             test = test[~test["subject"].isin({x for x, _ in shots})]
         pool = sorted(rel_facts["object"].unique())
@@ -91,4 +96,4 @@ def plan(facts: pd.DataFrame, templates: list[Template], cfg: PromptConfig) -> P
     stages = [Stage("mc", "score", mc)]
     if gen:
         stages.append(Stage("response", "generate", gen))
-    return Plan("prompt", stages, {"skipped_relations": skipped})
+    return Plan("prompt", stages, {"skipped_relations": skipped}, skipped=skipped)

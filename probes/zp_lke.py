@@ -96,11 +96,11 @@ def _option(text: str, cfg: ZPLKEConfig) -> str:
     return f" : {text}" if cfg.compat else f"{cfg.sep_so}{text}"
 
 
-def _examples(train: pd.DataFrame, n: int, seed: int, relation: str, cfg: ZPLKEConfig
-              ) -> list[tuple[str, str]]:
+def _examples(train: pd.DataFrame, n: int, seed: int, relation: str, cfg: ZPLKEConfig,
+              flag: str = "--examples") -> list[tuple[str, str]]:
     if n > len(train):
         raise UserError(f"relation {relation} has {len(train)} train facts, fewer than the "
-                        f"{n} examples asked for; lower --examples")
+                        f"{n} examples asked for; lower {flag}")
     if cfg.compat:
         # pandas' sample with random_state=10, as in the authors' code
         picked = train.sample(n=n, random_state=10)
@@ -121,6 +121,7 @@ def plan(facts: pd.DataFrame, cfg: ZPLKEConfig) -> Plan:
         raise UserError("--compat samples examples with the authors' fixed random_state; "
                         "--seeds does not apply")
     mc, gen, pos = [], [], []
+    skipped: dict[str, str] = {}
     has_split = "split" in facts.columns and (facts["split"] != "").any()
     for relation in sorted(facts["relation_id"].unique()):
         rel_facts = facts[facts["relation_id"] == relation]
@@ -156,6 +157,8 @@ def plan(facts: pd.DataFrame, cfg: ZPLKEConfig) -> Plan:
                                                    meta=fmeta))
         if cfg.positions:
             pos.extend(_position_requests(rel_facts, relation, cfg, pool, answers))
+        if not any(r.meta["relation_id"] == relation for r in mc[-1:] + pos[-1:]):
+            skipped[relation] = "no test facts"
     stages = [Stage("mc", "score", mc)]
     if gen:
         stages.append(Stage("response", "generate", gen))
@@ -163,7 +166,8 @@ def plan(facts: pd.DataFrame, cfg: ZPLKEConfig) -> Plan:
         stages.append(Stage("position", "score", pos))
     return Plan("zp-lke", stages, {"requests_per_stage": {st.name: len(st.requests)
                                                           for st in stages}},
-                shorten=lambda r: drop_first_example(r, " , " if cfg.compat else cfg.sep_pair))
+                shorten=lambda r: drop_first_example(r, " , " if cfg.compat else cfg.sep_pair),
+                skipped=skipped)
 
 
 def drop_first_example(request, sep: str):

@@ -36,6 +36,11 @@ class HFMasked:
 
     def fill_mask(self, requests: Sequence[MaskRequest], progress=None) -> list[Masked]:
         torch = self.torch
+        vocab = int(self.model.config.vocab_size)
+        top_k = max((r.top_k for r in requests), default=0)
+        if top_k > vocab:
+            raise UserError(f"--top-k {top_k} is more than the {vocab} tokens of the model's "
+                            f"vocabulary; lower --top-k")
         out: list[Masked] = []
         for i in range(0, len(requests), self.batch_size):
             chunk = requests[i:i + self.batch_size]
