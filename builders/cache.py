@@ -93,6 +93,13 @@ class ResponseCache:
 
         return self._put(key, with_retries(checked, policy, what, sleep=sleep), **meta)
 
+    def put(self, key: str, payload: Any, **meta: Any) -> dict:
+        """Store an answer computed here rather than fetched (the same check guards it)."""
+        problem = self.check(payload)
+        if problem is not None:
+            raise ValueError(f"refusing to cache an answer that {problem}")
+        return self._put(key, payload, **meta)
+
     def _put(self, key: str, payload: Any, **meta: Any) -> dict:
         entry = {"retrieved": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                  **meta, "response": payload}

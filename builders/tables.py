@@ -6,12 +6,13 @@ inputs give the same bytes.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq

@@ -22,6 +22,7 @@ from importlib import metadata
 from pathlib import Path
 
 from builders.cache import ResponseCache, default_cache_dir, request_key
+from builders.errors import UserError
 from builders.tables import file_sha256
 
 from .config import BackendConfig
@@ -45,6 +46,16 @@ def hashed_files(folder: Path) -> list[Path]:
     return files
 
 
+def sha256_problem(value) -> str | None:
+    """Why a remembered hash is unusable (a damaged or foreign entry), or None.
+
+    >>> sha256_problem("0" * 64) is None, sha256_problem("xyz")
+    (True, 'not a sha256 hex digest')
+    """
+    ok = isinstance(value, str) and len(value) == 64 and set(value) <= set("0123456789abcdef")
+    return None if ok else "not a sha256 hex digest"
+
+
 def file_hash(path: Path, cache: ResponseCache | None = None) -> str:
     """sha256 of ``path``'s content, remembered in ``cache`` by the file's stat identity."""
     st = path.stat()  # follows a Hub cache's symlink to the blob
@@ -52,14 +63,14 @@ def file_hash(path: Path, cache: ResponseCache | None = None) -> str:
                       str(st.st_mtime_ns), str(st.st_ctime_ns))
     if cache is not None:
         entry = cache.get(key)
-        if entry is not None and isinstance(entry.get("response"), str):
+        if entry is not None:
             return entry["response"]
     digest = file_sha256(path)
     if cache is not None:
         try:
             cache.put(key, digest, path=str(path))
-        except OSError:
-            pass  # a read-only cache only means hashing again next time
+        except UserError:
+            pass  # an unwritable cache only means hashing again next time
     return digest
 
 
@@ -93,7 +104,7 @@ def model_identity(config: BackendConfig, backend, *, masked: bool = False,
     where = Path(config.model)
     if where.is_dir():
         cache = ResponseCache(cache_dir if cache_dir is not None else default_cache_dir(),
-                              "file-sha256")
+                              "file-sha256", check=sha256_problem)
         files: dict = {"files": files_fingerprint(where, cache)}
     else:
         # A Hub snapshot is immutable: its commit names its content.

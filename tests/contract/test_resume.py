@@ -206,8 +206,8 @@ def test_file_hash_memo_sees_an_in_place_rewrite(tmp_path):
     """Same inode, same size, the modification time put back: the change time still moves,
     so the remembered hash is not reused."""
     from builders.cache import ResponseCache
-    from probes.backends.identity import file_hash
-    cache = ResponseCache(tmp_path / "cache", "file-sha256")
+    from probes.backends.identity import file_hash, sha256_problem
+    cache = ResponseCache(tmp_path / "cache", "file-sha256", sha256_problem)
     f = tmp_path / "model.safetensors"
     f.write_bytes(b"a" * 1000)
     first = file_hash(f, cache)
