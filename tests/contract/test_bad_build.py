@@ -621,8 +621,9 @@ def cached(ws: Path) -> dict[str, list[Path]]:
     from builders.llm import answer_problem
     from builders.sparql import results_problem
     from builders.wikidata_api import entities_problem
+    from probes.backends.identity import sha256_problem
     checks = {"sparql": results_problem, "wbgetentities": entities_problem,
-              "chat": answer_problem}
+              "chat": answer_problem, "file-sha256": sha256_problem}
     out: dict[str, list[Path]] = {}
     root = ws / ".cache-factprobe"
     if not root.exists():
