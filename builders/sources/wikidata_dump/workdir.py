@@ -1,0 +1,103 @@
+"""The scratch folder of one dump build: finished shards, kept across a kill so that rerunning
+the same command picks up where it stopped, and removed once the dataset is written.
+
+The folder is named by a hash of the dump file (path, size, modification time) and of what is
+read from it (:class:`~.spec.ExtractSpec`, shard size), so a changed dump or a different
+``--relations`` never reuses a shard. A shard is three Parquet files written under temporary
+names and renamed, then a ``.done.json`` marker: only a shard with its marker counts as done.
+factprobe only ever deletes a folder that carries its own marker file.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from ...errors import UserError
+from ...tables import write_parquet
+from .rows import TABLES, Piece, PieceStats
+from .spec import ExtractSpec
+from .stream import DumpFile
+
+MARKER = "factprobe-dump-work.json"
+
+
+def work_key(dump: DumpFile, spec: ExtractSpec, shard_bytes: int) -> str:
+    st = dump.path.stat()
+    ident = json.dumps([str(dump.path.resolve()), st.st_size, st.st_mtime_ns, spec.key(),
+                        shard_bytes])
+    return hashlib.sha256(ident.encode()).hexdigest()[:16]
+
+
+class WorkDir:
+    def __init__(self, root: str | os.PathLike, dump: DumpFile, spec: ExtractSpec,
+                 shard_bytes: int):
+        self.root = Path(root)
+        self.path = self.root / f"{dump.path.name}.{work_key(dump, spec, shard_bytes)}"
+        self.shards = self.path / "shards"
+        self._lock = None
+
+    def __enter__(self) -> "WorkDir":
+        self.shards.mkdir(parents=True, exist_ok=True)
+        marker = self.path / MARKER
+        if not marker.exists():
+            marker.write_text(json.dumps({"owner": "factprobe", "what": "wikidata-dump shards"}))
+        self._lock = open(self.path / "lock", "w")
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock.close()
+            self._lock = None
+            raise UserError(f"another factprobe command is reading this dump into {self.path}; "
+                            f"wait for it to finish") from None
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+    def remove(self) -> None:
+        """Delete the folder (only if factprobe made it)."""
+        if (self.path / MARKER).is_file():
+            if self._lock is not None:
+                self._lock.close()
+                self._lock = None
+            shutil.rmtree(self.path, ignore_errors=True)
+
+    def _file(self, shard: int, name: str) -> Path:
+        return self.shards / f"{shard:06d}.{name}.parquet"
+
+    def done(self, shard: int) -> PieceStats | None:
+        marker = self.shards / f"{shard:06d}.done.json"
+        if not marker.is_file():
+            return None
+        try:
+            return PieceStats.from_dict(json.loads(marker.read_text()))
+        except (ValueError, KeyError, TypeError):
+            return None      # a damaged marker: read the shard again
+
+    def finished(self) -> int:
+        return len(list(self.shards.glob("*.done.json")))
+
+    def write(self, shard: int, piece: Piece) -> None:
+        for name in TABLES:
+            path = self._file(shard, name)
+            tmp = path.with_name(path.name + ".partial")
+            write_parquet(piece.tables[name], tmp)
+            os.replace(tmp, path)
+        marker = self.shards / f"{shard:06d}.done.json"
+        tmp = marker.with_name(marker.name + ".partial")
+        tmp.write_text(json.dumps(piece.stats.as_dict()))
+        os.replace(tmp, marker)
+
+    def files(self, name: str, shards: int) -> list[str]:
+        return [str(self._file(k, name)) for k in range(shards)]
+
+    def read(self, shard: int, name: str):
+        return pq.read_table(self._file(shard, name))
