@@ -15,8 +15,8 @@ from builders.nobel import NobelConfig, build_nobel
 from builders.sources.wikidata_dump import DumpOptions
 from builders.sources.wikidata_dump.to_nobel import nobel_from_dump
 from builders.sparql import HttpEndpoint
-from tests.dump_world import (RELATIONS, dump_facts, oxigraph_serving, sparql_facts, table,
-                              write_world)
+from tests.conftest import oxigraph_serving
+from tests.dump_world import RELATIONS, dump_facts, sparql_facts, table, write_world
 
 FORMS = ["json", "json.bz2", "json.gz", "nt", "nt.bz2", "nt.gz"]
 
@@ -154,3 +154,14 @@ def test_unknown_relation_and_language(world, tmp_path):
                    relations=("rel:capital",))
     assert not (tmp_path / "o").exists()
     assert not list((tmp_path / "w").iterdir())
+
+
+def test_card_names_the_dump_and_its_date(world, tmp_path):
+    from builders.card_sections import source_lines
+    from builders.hub_card import default_license
+    out = dump_facts(world["files"]["json.bz2"], tmp_path / "o", tmp_path / "w")
+    manifest = _manifest(out)
+    lines = "\n".join(source_lines(manifest["source"]))
+    assert "Wikidata dump" in lines and "dated 2024-01-01" in lines
+    assert manifest["source"]["sha256"] in lines
+    assert "Wikidata" in default_license(manifest)[1]

@@ -1,9 +1,8 @@
 """The local executor: one pass over the dump, decompressed on several threads, batches parsed
 in worker processes (or in this one), results gathered in file order into shards.
 
-Memory stays flat whatever the dump's size: at most ``2 x workers`` batches are in flight, a
-shard's extracted rows (a small fraction of its text) are held until the shard is written, and
-everything else lives in the shard files on disk.
+Memory stays flat whatever the dump's size: at most ``2 x workers`` batches are in flight, and
+each batch's rows go to its shard's files as soon as they are in (one row group a batch).
 """
 from __future__ import annotations
 
@@ -15,10 +14,10 @@ from tqdm import tqdm
 
 from ...errors import UserError
 from .extract import extract
-from .rows import DumpLineError, Piece, PieceStats, concat_pieces
+from .rows import DumpLineError, PieceStats, concat_pieces
 from .spec import ExtractSpec
 from .stream import DumpFile, batches, open_stream
-from .workdir import WorkDir
+from .workdir import ShardWriter, WorkDir
 
 
 def line_error(dump: DumpFile, line: int, reason: str) -> UserError:
@@ -27,12 +26,13 @@ def line_error(dump: DumpFile, line: int, reason: str) -> UserError:
 
 
 class _Gather:
-    """Takes batch results in file order and writes each shard once all its batches are in."""
+    """Takes batch results in file order into the shard they belong to; a shard is closed
+    (renamed and marked done) when the first batch of the next one arrives."""
 
     def __init__(self, work: WorkDir, dump: DumpFile):
         self.work, self.dump = work, dump
         self.shard: int | None = None
-        self.pieces: list[Piece] = []
+        self.writer: ShardWriter | None = None
         self.skipped: PieceStats | None = None
         self.totals = PieceStats()
         self.shards = 0
@@ -40,15 +40,17 @@ class _Gather:
     def take(self, shard: int, first_line: int, result) -> None:
         if shard != self.shard:
             self.flush()
-            self.shard, self.pieces = shard, []
+            self.shard = shard
             self.skipped = self.work.done(shard)
+            if self.skipped is None:
+                self.writer = self.work.writer(shard)
         if self.skipped is not None:
             return
         try:
             piece = result.result() if isinstance(result, Future) else result()
         except DumpLineError as exc:
             raise line_error(self.dump, first_line + exc.line - 1, exc.reason) from None
-        self.pieces.append(piece)
+        self.writer.add(piece)
 
     def flush(self) -> None:
         if self.shard is None:
@@ -60,11 +62,13 @@ class _Gather:
         if self.skipped is not None:
             self.totals.add(self.skipped)
         else:
-            piece = concat_pieces(self.pieces)
-            self.work.write(self.shard, piece)
-            self.totals.add(piece.stats)
+            self.totals.add(self.writer.close())
         self.shards = self.shard + 1
-        self.shard, self.pieces = None, []
+        self.shard, self.writer = None, None
+
+    def abandon(self) -> None:
+        if self.writer is not None:
+            self.writer.abandon()
 
 
 def read_local(dump: DumpFile, spec: ExtractSpec, work: WorkDir, *, shard_bytes: int,
@@ -101,6 +105,7 @@ def read_local(dump: DumpFile, spec: ExtractSpec, work: WorkDir, *, shard_bytes:
             gather.flush()
             bar.update(size - bar.n)
     finally:
+        gather.abandon()   # a shard left open by an error stays unmarked: read again next time
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
     if gather.shards == 0:

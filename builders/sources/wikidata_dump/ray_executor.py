@@ -19,7 +19,7 @@ from tqdm import tqdm
 from ...errors import UserError
 from .extract import extract
 from .local import line_error
-from .rows import DumpLineError, PieceStats, concat_pieces
+from .rows import DumpLineError, PieceStats
 from .spec import ExtractSpec
 from .stream import DumpFile, batches, build_index, open_stream, seek_line_start
 from .workdir import WorkDir
@@ -35,8 +35,8 @@ def _import_ray():
 
 def read_shard(dump: DumpFile, spec: ExtractSpec, index: bytes | None, shard: int,
                shard_bytes: int, batch_bytes: int):
-    """Read one shard of the dump: ``("ok", piece)``, or ``("bad", line within the shard,
-    reason)``, or ``("damaged", message)``. A pure function of its arguments."""
+    """Read one shard of the dump: ``("ok", [one piece per batch])``, or ``("bad", line within
+    the shard, reason)``, or ``("damaged", message)``. A pure function of its arguments."""
     index_path = None
     try:
         if index is not None:
@@ -52,7 +52,7 @@ def read_shard(dump: DumpFile, spec: ExtractSpec, index: bytes | None, shard: in
                     pieces.append(extract(spec, batch.data))
                 except DumpLineError as exc:
                     return ("bad", batch.first_line + exc.line - 1, exc.reason)
-        return ("ok", concat_pieces(pieces))
+        return ("ok", pieces)
     except UserError as exc:
         return ("damaged", str(exc))
     finally:
@@ -91,7 +91,10 @@ def read_ray(dump: DumpFile, spec: ExtractSpec, work: WorkDir, *, shard_bytes: i
                 k = todo.pop(ready[0])
                 result = ray.get(ready[0])
                 if result[0] == "ok":
-                    work.write(k, result[1])
+                    writer = work.writer(k)
+                    for piece in result[1]:
+                        writer.add(piece)
+                    writer.close()
                 else:
                     failures[k] = result
                     # Earlier shards may still be running: their line counts name the line.

@@ -19,7 +19,6 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from ...errors import UserError
-from ...tables import write_parquet
 from .rows import TABLES, Piece, PieceStats
 from .spec import ExtractSpec
 from .stream import DumpFile
@@ -85,19 +84,52 @@ class WorkDir:
     def finished(self) -> int:
         return len(list(self.shards.glob("*.done.json")))
 
+    def writer(self, shard: int) -> "ShardWriter":
+        return ShardWriter(self, shard)
+
     def write(self, shard: int, piece: Piece) -> None:
-        for name in TABLES:
-            path = self._file(shard, name)
-            tmp = path.with_name(path.name + ".partial")
-            write_parquet(piece.tables[name], tmp)
-            os.replace(tmp, path)
-        marker = self.shards / f"{shard:06d}.done.json"
-        tmp = marker.with_name(marker.name + ".partial")
-        tmp.write_text(json.dumps(piece.stats.as_dict()))
-        os.replace(tmp, marker)
+        writer = self.writer(shard)
+        writer.add(piece)
+        writer.close()
 
     def files(self, name: str, shards: int) -> list[str]:
         return [str(self._file(k, name)) for k in range(shards)]
 
     def read(self, shard: int, name: str):
         return pq.read_table(self._file(shard, name))
+
+
+class ShardWriter:
+    """Writes a shard batch by batch (one row group per batch), so a shard's rows never have
+    to be in memory at once; the files get their names and the shard its marker on close."""
+
+    def __init__(self, work: WorkDir, shard: int):
+        self.work, self.shard = work, shard
+        self.stats = PieceStats()
+        self.paths = {name: work._file(shard, name) for name in TABLES}
+        # The same writer options as builders.tables.write_parquet, for the same reasons.
+        self.writers = {name: pq.ParquetWriter(
+            path.with_name(path.name + ".partial"), schema, compression="zstd",
+            compression_level=3, use_dictionary=True, write_statistics=True, version="2.6")
+            for (name, schema), path in zip(TABLES.items(), self.paths.values())}
+
+    def add(self, piece: Piece) -> None:
+        for name, table in piece.tables.items():
+            if table.num_rows:
+                self.writers[name].write_table(table)
+        self.stats.add(piece.stats)
+
+    def close(self) -> PieceStats:
+        for name, writer in self.writers.items():
+            writer.close()
+            path = self.paths[name]
+            os.replace(path.with_name(path.name + ".partial"), path)
+        marker = self.work.shards / f"{self.shard:06d}.done.json"
+        tmp = marker.with_name(marker.name + ".partial")
+        tmp.write_text(json.dumps(self.stats.as_dict()))
+        os.replace(tmp, marker)
+        return self.stats
+
+    def abandon(self) -> None:
+        for writer in self.writers.values():
+            writer.close()
