@@ -2,8 +2,8 @@
 
 A compressed dump cannot be entered in the middle without knowing where its blocks start, so
 the first run reads it once on this machine (on every core) to index its blocks (bzip2 block
-offsets from indexed_bzip2, a seek-point index from rapidgzip); the index is kept beside the
-shards. Each Ray task then opens the dump at the same path, seeks to its shard's first line and
+offsets from indexed_bzip2, a seek-point index from rapidgzip); the index is kept in the cache
+folder for every later build from the same file. Each Ray task then opens the dump at the same path, seeks to its shard's first line and
 cuts the same batches the local executor cuts, so shards are identical whichever executor wrote
 them. Tasks return their tables to the driver, which writes the shards: only the dump has to be
 on every node (a shared filesystem or a copy at the same path), not the scratch folder.
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 
 from tqdm import tqdm
@@ -22,7 +23,7 @@ from .local import line_error
 from .rows import DumpLineError, PieceStats
 from .spec import ExtractSpec
 from .stream import DumpFile, batches, build_index, open_stream, seek_line_start
-from .workdir import WorkDir
+from .workdir import WorkDir, dump_key
 
 
 def _import_ray():
@@ -64,11 +65,16 @@ def read_ray(dump: DumpFile, spec: ExtractSpec, work: WorkDir, *, shard_bytes: i
              batch_bytes: int, address: str | None, threads: int, progress: bool
              ) -> tuple[PieceStats, int]:
     ray = _import_ray()
-    index_file = work.path / ("index.json" if dump.compression == "bz2" else "index.gzi")
-    size_file = work.path / "size.json"
+    # The index depends on the dump file only, so builds that read other relations of the same
+    # dump share it; it stays beside the scratch folders like a cache entry.
+    stem = work.root / "index" / f"{dump.path.name}.{dump_key(dump)}"
+    index_file = stem.with_name(stem.name + (".json" if dump.compression == "bz2" else ".gzi"))
+    size_file = stem.with_name(stem.name + ".size.json")
     if not size_file.is_file():
+        stem.parent.mkdir(parents=True, exist_ok=True)
         if progress:
-            print(f"indexing {dump.path.name} (one pass on {threads} threads)...", flush=True)
+            print(f"indexing {dump.path.name} (one pass on {threads} threads)...",
+                  file=sys.stderr, flush=True)
         size = build_index(dump, threads, index_file)
         size_file.write_text(json.dumps({"size": size}))
     size = json.loads(size_file.read_text())["size"]

@@ -17,9 +17,9 @@ from typing import Iterator
 
 from ...errors import UserError
 from ...tables import file_sha256
+from .options import DECOMPRESSORS, EXECUTORS, DumpOptions
 from .rows import PieceStats
 from .spec import ExtractSpec
-from .options import DECOMPRESSORS, EXECUTORS, DumpOptions
 from .stream import DumpFile
 from .workdir import WorkDir
 

@@ -26,10 +26,15 @@ from .stream import DumpFile
 MARKER = "factprobe-dump-work.json"
 
 
-def work_key(dump: DumpFile, spec: ExtractSpec, shard_bytes: int) -> str:
+def dump_key(dump: DumpFile) -> str:
+    """Identifies the dump file: its path, size and modification time."""
     st = dump.path.stat()
-    ident = json.dumps([str(dump.path.resolve()), st.st_size, st.st_mtime_ns, spec.key(),
-                        shard_bytes])
+    ident = json.dumps([str(dump.path.resolve()), st.st_size, st.st_mtime_ns])
+    return hashlib.sha256(ident.encode()).hexdigest()[:16]
+
+
+def work_key(dump: DumpFile, spec: ExtractSpec, shard_bytes: int) -> str:
+    ident = json.dumps([dump_key(dump), spec.key(), shard_bytes])
     return hashlib.sha256(ident.encode()).hexdigest()[:16]
 
 
