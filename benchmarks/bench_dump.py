@@ -140,6 +140,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="bzip2 / build pairs per size")
     ap.add_argument("--work", default=str(ROOT / ".bench"))
     ap.add_argument("--workers", type=int, help="--workers for the build (default: auto)")
+    ap.add_argument("--threads", type=int, help="--threads for the build (default: auto)")
     ap.add_argument("--json", help="append one line per size to this JSON-lines file")
     args = ap.parse_args()
     work = Path(args.work)
@@ -158,8 +159,9 @@ def main() -> None:
         build = [sys.executable, "-m", "evaluators.cli", "build", "facts", "--quiet",
                  "--source", "wikidata-dump", "--path", str(dump), "--relations",
                  ",".join(relations), "--out", str(out)]
-        if args.workers is not None:
-            build += ["--workers", str(args.workers)]
+        for flag in ("workers", "threads"):
+            if getattr(args, flag) is not None:
+                build += [f"--{flag}", str(getattr(args, flag))]
         runs = []
         for _ in range(args.repeat):
             load = os.getloadavg()[0]

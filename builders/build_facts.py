@@ -94,7 +94,7 @@ def read_source(cfg: FactsConfig) -> SourceResult:
 
 def build_facts(cfg: FactsConfig) -> Path:
     if cfg.source == "wikidata-dump":
-        from .sources.wikidata_dump import facts_from_dump
+        from .sources.wikidata_dump.to_facts import facts_from_dump
         if not cfg.path:
             raise UserError("--source wikidata-dump needs --path (latest-all.json.bz2 or "
                             "latest-truthy.nt.bz2)")

@@ -8,9 +8,9 @@ the text into batches of whole lines; :mod:`.extract` turns a batch into small t
 RDF mapping of values); :mod:`.local` or :mod:`.ray_executor` runs that over the dump into
 Parquet shards kept in a :mod:`.workdir`; :mod:`.join` joins the shards with DuckDB; and
 :mod:`.to_facts`, :mod:`.to_nobel` and :mod:`.to_aliases` turn the result into what the
-``factprobe build`` commands write.
+``factprobe build`` commands write. Those are imported where used, so that reading the
+options (the command line does) loads none of the readers.
 """
 from .options import DumpOptions
-from .to_facts import facts_from_dump
 
-__all__ = ["DumpOptions", "facts_from_dump"]
+__all__ = ["DumpOptions"]

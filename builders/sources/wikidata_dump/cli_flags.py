@@ -17,7 +17,9 @@ def add_dump_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--workers", type=count,
                    help="parser processes beside the decompressor (default: one per 4 cores, "
                         "none below 4)")
-    g.add_argument("--threads", type=positive, help="decompression threads (default: all cores)")
+    g.add_argument("--threads", type=positive,
+                   help="decompression threads (default: every core; on a machine busy with "
+                        "other work, fewer can be faster)")
     g.add_argument("--shard-mb", type=positive, default=1024,
                    help="decompressed MB per shard, the unit a killed run resumes from (1024)")
     g.add_argument("--decompressor", choices=DECOMPRESSORS, default="auto",

@@ -23,7 +23,7 @@ class DumpOptions:
     executor: str = "local"              # local | ray
     ray_address: str | None = None       # None: a Ray started on this machine
     workers: int | None = None           # parser processes; None: see parser_workers
-    threads: int | None = None           # decompression threads; None: every core
+    threads: int | None = None           # decompression threads; None: see decompress_threads
     shard_bytes: int = 1024 * MB         # decompressed bytes per shard (the unit of resume)
     batch_bytes: int = 8 * MB            # decompressed bytes handed to a parser at a time
     decompressor: str = "auto"           # auto (indexed_bzip2 / rapidgzip) | lbzip2 | pigz
@@ -31,6 +31,9 @@ class DumpOptions:
     memory_limit: str | None = None      # DuckDB's; None: half the memory, at most 8 GB
 
     def decompress_threads(self) -> int:
+        """Every core by default: indexed_bzip2 and rapidgzip decode ahead on their own threads
+        while the main process parses. On a machine busy with other work, fewer threads can be
+        faster (they waste less on waiting): docs/benchmarks.md has figures for both."""
         return self.threads or cores()
 
     def parser_workers(self) -> int:

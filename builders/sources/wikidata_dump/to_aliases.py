@@ -7,7 +7,7 @@ import pyarrow as pa
 
 from ..graph import checked_lang
 from . import join
-from .options import DumpOptions
+from .options import DumpOptions, cores
 from .run import extracted
 from .spec import ExtractSpec
 from .stream import detect
@@ -22,7 +22,7 @@ def dump_aliases(path: str, ids: list[str], lang: str, options: DumpOptions = Du
     dump = detect(path)
     spec = ExtractSpec(dump.syntax, lang, (), (), False)
     with extracted(dump, spec, options, progress) as ex:
-        con = join.connect(ex.work.path, options.decompress_threads(),
+        con = join.connect(ex.work.path, cores(),
                            options.memory_limit or join.default_memory_limit())
         try:
             con.register("wanted_ids", pa.table({"id": pa.array(sorted(set(ids)),

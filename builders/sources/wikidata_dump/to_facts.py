@@ -19,7 +19,7 @@ from ...iris import WDT, XSD, compact
 from ..common import natural_key
 from ..graph import checked_lang, literal_label
 from . import join
-from .options import DumpOptions
+from .options import DumpOptions, cores
 from .run import extracted
 from .spec import ExtractSpec, property_ids
 from .stream import detect
@@ -40,7 +40,7 @@ def facts_from_dump(path: str, relations, *, lang: str = "en", limit: int | None
     dump = detect(path)
     spec = ExtractSpec(dump.syntax, lang, wanted, (), skip_bad)
     with extracted(dump, spec, options, progress) as ex:
-        con = join.connect(ex.work.path, options.decompress_threads(),
+        con = join.connect(ex.work.path, cores(),
                            options.memory_limit or join.default_memory_limit())
         try:
             join.load_statements(con, ex.files("statements"), list(wanted) if wanted else None,

@@ -17,7 +17,7 @@ from ...iris import PQ, PS, WD, WDT, WELL_KNOWN, P, is_wikidata_id, resolve
 from ...nobel import NobelConfig, write_nobel, year_of
 from ..graph import checked_lang
 from . import join
-from .options import DumpOptions
+from .options import DumpOptions, cores
 from .run import extracted
 from .spec import ExtractSpec
 from .stream import detect
@@ -64,7 +64,7 @@ def nobel_from_dump(path: str, cfg: NobelConfig, options: DumpOptions = DumpOpti
         (ids["birth"], ids["gender"], ids["instance_of"], ids["subclass_of"]))),
         ((award, (when,)),), skip_bad)
     with extracted(dump, spec, options, cfg.progress) as ex:
-        con = join.connect(ex.work.path, options.decompress_threads(),
+        con = join.connect(ex.work.path, cores(),
                            options.memory_limit or join.default_memory_limit())
         try:
             people = _people(con, ex, ids)
