@@ -167,7 +167,8 @@ def _add_nobel(sub, common) -> None:
     p = sub.add_parser("nobel", parents=[common], help="Nobel laureates and their birth years",
                        epilog=EPILOG_NOBEL, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--source", choices=("wikidata", "sparql", "rdf", "wikidata-dump"),
-                   help="default: sparql when --endpoint is given, rdf with --path, else wikidata")
+                   help="default: sparql when --endpoint is given, rdf with --path (wikidata-dump "
+                        "when it is a compressed or JSON dump), else wikidata")
     p.add_argument("--endpoint", help="SPARQL endpoint URL")
     p.add_argument("--path", help="RDF file, or Wikidata's JSON dump with wikidata-dump")
     p.add_argument("--out", required=True)
@@ -194,6 +195,9 @@ def _run_nobel(args) -> str:
     from .retry import RetryPolicy
     from .sparql import WIKIDATA_ENDPOINT, HttpEndpoint, LocalGraph
     source = args.source or ("sparql" if args.endpoint else "rdf" if args.path else "wikidata")
+    if not args.source and args.path:
+        from .sources.wikidata_dump.stream import is_dump_path
+        source = "wikidata-dump" if is_dump_path(args.path) else source
     user_prefixes = parse_prefix_args(args.prefix)
     model = NobelModel(**{k: getattr(args, k) for k in NobelModel.__dataclass_fields__})
     cfg = NobelConfig(out=args.out, model=model, max_year=args.max_year, lang=args.lang,

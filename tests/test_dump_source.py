@@ -165,3 +165,26 @@ def test_card_names_the_dump_and_its_date(world, tmp_path):
     assert "Wikidata dump" in lines and "dated 2024-01-01" in lines
     assert manifest["source"]["sha256"] in lines
     assert "Wikidata" in default_license(manifest)[1]
+
+
+def test_command_line_reads_dumps(world, tmp_path):
+    import os
+    import subprocess
+    import sys
+    env = {**os.environ, "FACTPROBE_CACHE_DIR": str(tmp_path / "cache")}
+
+    def cli(*args):
+        proc = subprocess.run([sys.executable, "-m", "evaluators.cli", *args, "--quiet"],
+                              capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+
+    dump = str(world["files"]["json.bz2"])
+    cli("build", "facts", "--source", "wikidata-dump", "--path", dump, "--relations",
+        "P36,P37", "--workers", "1", "--shard-mb", "1", "--out", str(tmp_path / "f"))
+    cli("build", "aliases", "--facts", str(tmp_path / "f"), "--via", "graph", "--out",
+        str(tmp_path / "a"))
+    cli("build", "nobel", "--path", dump, "--out", str(tmp_path / "n"))   # a dump: detected
+    assert _manifest(tmp_path / "n")["source"]["type"] == "wikidata-dump"
+    assert table(tmp_path / "a", "facts").equals(table(tmp_path / "f", "facts"))
+    # only the Ray block index may stay in the cache, and no build here used Ray
+    assert not list((tmp_path / "cache" / "wikidata-dump").iterdir())
