@@ -31,7 +31,7 @@ from common import ROOT, emit, in_fresh_process, machine, versions  # noqa: E402
 
 
 def generate(n: int, relations: tuple[str, ...], path: Path, expected: Path) -> None:
-    from tests.wikidata_dump_fixture import write_synthetic
+    from tests.wikidata_dump_synthetic import write_synthetic
     t0 = time.perf_counter()
     facts, labelled = write_synthetic(path, n, seed=0, relations=relations)
     kept = sorted(f for f in facts if f[1] in labelled and f[2] in labelled)

@@ -19,6 +19,7 @@ from builders.sources.wikidata_dump import DumpOptions
 from builders.sources.wikidata_dump.values import canonical_decimal
 from tests import wikidata_dump_fixture as fx
 from tests.dump_world import dump_facts, write_world
+from tests.wikidata_dump_synthetic import write_synthetic
 
 SMALL = dict(shard_bytes=4096, batch_bytes=1024)   # a handful of entities a shard
 
@@ -103,7 +104,7 @@ def test_decimals_are_what_a_sparql_store_answers():
 @pytest.mark.slow
 def test_resume_after_a_kill(tmp_path):
     dump = tmp_path / "big.json.bz2"
-    fx.write_synthetic(dump, 6000, seed=3)
+    write_synthetic(dump, 6000, seed=3)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "FACTPROBE_CACHE_DIR": str(tmp_path / "cache")}
     cmd = [sys.executable, "-m", "evaluators.cli", "build", "facts", "--source",
            "wikidata-dump", "--path", str(dump), "--relations", "P19,P27,P31",
