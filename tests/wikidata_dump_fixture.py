@@ -161,6 +161,8 @@ def json_dump(entities: list[Entity], modified: dict[str, str] | None = None) ->
 
 
 def truthy_claims(e: Entity) -> list[Claim]:
+    """The claims of the best rank per property (preferred, else normal; never deprecated),
+    whatever their snak type: what Wikidata's truthy triples are made from."""
     out = []
     by_prop: dict[str, list[Claim]] = {}
     for c in e.claims:
