@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q $(TORCH_SPEC)
-	$(BIN)/python -m pip install -q $(PIP_CONSTRAINTS) -e '.[pipeline,models,test]'
+	$(BIN)/python -m pip install -q $(PIP_CONSTRAINTS) -e '.[pipeline,models,test,ray]'
 	touch $(STAMP)
 
 setup: $(STAMP)

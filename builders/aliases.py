@@ -56,6 +56,18 @@ def _graph_for(cfg: AliasConfig, manifest: dict) -> tuple[Endpoint, dict[str, st
             dict(prefixes))
 
 
+def _dump_path(cfg: AliasConfig, manifest: dict) -> str | None:
+    """The Wikidata dump to read names from: --path when it is one, else the dump the facts
+    were built from (unless --path or --endpoint names another graph)."""
+    from .sources.wikidata_dump.stream import is_dump_path
+    if cfg.path:
+        return cfg.path if is_dump_path(cfg.path) else None
+    src = manifest.get("source", {})
+    if not cfg.endpoint and src.get("type") == "wikidata-dump" and src.get("path"):
+        return str(src["path"])
+    return None
+
+
 def graph_aliases(endpoint: Endpoint, ids: list[str], prefixes: dict[str, str], lang: str
                   ) -> pd.DataFrame:
     lang = checked_lang(lang)
@@ -111,6 +123,13 @@ def build_aliases(cfg: AliasConfig) -> Path:
     ids = sorted(set(df["subject_id"]) | set(df["object_id"]))
     if cfg.via == "wikidata":
         fetched, provenance = wikidata_aliases(cfg, ids)
+    elif cfg.via == "graph" and _dump_path(cfg, manifest):
+        from .sources.wikidata_dump.options import DumpOptions
+        from .sources.wikidata_dump.to_aliases import dump_aliases
+        fetched, provenance = dump_aliases(
+            _dump_path(cfg, manifest), ids, cfg.lang, progress=cfg.progress,
+            options=DumpOptions(work_root=str(Path(cfg.cache_dir) / "wikidata-dump")
+                                if cfg.cache_dir else None))
     elif cfg.via == "graph":
         endpoint, prefixes = _graph_for(cfg, manifest)
         fetched = graph_aliases(endpoint, ids, prefixes, cfg.lang)

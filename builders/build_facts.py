@@ -8,10 +8,11 @@ from .errors import UserError
 from .facts import SourceResult, assemble_facts
 from .iris import WELL_KNOWN, compact
 from .retry import RetryPolicy
+from .sources.wikidata_dump.options import DumpOptions
 from .sparql import WIKIDATA_ENDPOINT, HttpEndpoint, LocalGraph
 from .tables import base_manifest, write_dataset
 
-SOURCES = ("wikidata", "sparql", "rdf", "trex", "csv")
+SOURCES = ("wikidata", "sparql", "rdf", "trex", "csv", "wikidata-dump")
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class FactsConfig:
     timeout_s: float = 65.0
     retries: int = 3
     progress: bool = True
+    dump: DumpOptions = field(default_factory=DumpOptions)   # how to read a wikidata-dump
 
     def manifest_params(self) -> dict:
         keep = ("source", "relations", "limit", "lang", "page_size", "date_format", "prefixes",
@@ -102,7 +104,19 @@ def read_source(cfg: FactsConfig) -> SourceResult:
 
 
 def build_facts(cfg: FactsConfig) -> Path:
-    result = read_source(cfg)
+    if cfg.source == "wikidata-dump":
+        from .sources.wikidata_dump.to_facts import facts_from_dump
+        if not cfg.path:
+            raise UserError("--source wikidata-dump needs --path (latest-all.json.bz2 or "
+                            "latest-truthy.nt.bz2)")
+        with facts_from_dump(cfg.path, cfg.relations, lang=cfg.lang, limit=cfg.limit,
+                             date_format=cfg.date_format, skip_bad=cfg.skip_bad,
+                             options=cfg.dump, progress=cfg.progress) as result:
+            return write_facts(cfg, result)
+    return write_facts(cfg, read_source(cfg))
+
+
+def write_facts(cfg: FactsConfig, result: SourceResult) -> Path:
     if len(result.triples) == 0:
         raise UserError(f"the {cfg.source} source {cfg.path or cfg.endpoint or ''} holds no facts "
                         f"for the relations asked ({', '.join(cfg.relations or ['all'])}); "

@@ -59,6 +59,9 @@ def source_lines(src: Mapping[str, Any], indent: str = "") -> list[str]:
         return out + source_lines(src.get("facts_source") or {}, indent + "  ")
     if tag == "wikidata":
         out.append(f"{indent}- Wikidata Query Service, endpoint {_code(src.get('endpoint'))}")
+    elif tag == "wikidata-dump":
+        out.append(f"{indent}- Wikidata dump {_code(src.get('path'))} ({src.get('format')}, "
+                   f"{src.get('compression')}), dated {src.get('dump_date') or 'unknown'}")
     elif tag.startswith("sparql:"):
         out.append(f"{indent}- SPARQL endpoint {_code(src.get('endpoint') or tag[7:])}")
     elif tag.startswith("rdf:"):

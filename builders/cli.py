@@ -7,6 +7,7 @@ from pathlib import Path
 
 from .argtypes import count, positive, relation_list, seconds
 from .errors import UserError
+from .sources.wikidata_dump.cli_flags import add_dump_flags, dump_options
 
 
 def show_progress(args) -> bool:
@@ -40,6 +41,8 @@ EPILOG_FACTS = """examples:
       --relations P36 --out facts/
   factprobe build facts --source trex --path TREx/ --relations all --out trex-facts/
   factprobe build facts --source csv --path triples.csv --relations all --out csv-facts/
+  factprobe build facts --source wikidata-dump --path latest-all.json.bz2 \\
+      --relations P19,P36,P37 --out wd-facts/
 """
 
 
@@ -49,7 +52,7 @@ def _add_facts(sub, common) -> None:
                        epilog=EPILOG_FACTS, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--source", required=True, choices=SOURCES)
     p.add_argument("--endpoint", help="SPARQL endpoint URL (sparql; overrides wikidata's)")
-    p.add_argument("--path", help="input file or folder (rdf, trex, csv)")
+    p.add_argument("--path", help="input file or folder (rdf, trex, csv, wikidata-dump)")
     p.add_argument("--relations", required=True, type=relation_list,
                    help="comma-separated relation ids (P36, prefix:name, full IRI) or 'all'")
     p.add_argument("--limit", type=positive, help="at most N facts per relation")
@@ -63,6 +66,7 @@ def _add_facts(sub, common) -> None:
     p.add_argument("--skip-bad", action="store_true",
                    help="skip malformed input lines and count them instead of failing")
     _network_flags(p)
+    add_dump_flags(p)
     p.set_defaults(run=_run_facts)
 
 
@@ -74,7 +78,8 @@ def _run_facts(args) -> str:
                       page_size=args.page_size, date_format=args.date_format,
                       prefixes=parse_prefix_args(args.prefix), skip_bad=args.skip_bad,
                       contact=args.contact, cache_dir=_cache_dir(args), refresh=args.refresh,
-                      timeout_s=args.timeout, retries=args.retries, progress=show_progress(args))
+                      timeout_s=args.timeout, retries=args.retries, progress=show_progress(args),
+                      dump=dump_options(args, _cache_dir(args)))
     out = build_facts(cfg)
     return f"wrote {out}"
 
@@ -155,6 +160,7 @@ def _run_mc(args) -> str:
 EPILOG_NOBEL = """examples:
   factprobe build nobel --out data/datasets/nobel                      # Wikidata
   factprobe build nobel --endpoint http://127.0.0.1:7878/query --out nobel/
+  factprobe build nobel --source wikidata-dump --path latest-all.json.bz2 --out nobel/
   factprobe build nobel --source rdf --path data/kg/sample.ttl \\
       --award-statement st:awardReceived --award-value sv:awardReceived \\
       --award-time qual:pointInTime --birth-property rel:birthYear \\
@@ -168,10 +174,11 @@ def _add_nobel(sub, common) -> None:
     d = NobelModel()
     p = sub.add_parser("nobel", parents=[common], help="Nobel laureates and their birth years",
                        epilog=EPILOG_NOBEL, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--source", choices=("wikidata", "sparql", "rdf"),
-                   help="default: sparql when --endpoint is given, rdf with --path, else wikidata")
+    p.add_argument("--source", choices=("wikidata", "sparql", "rdf", "wikidata-dump"),
+                   help="default: sparql when --endpoint is given, rdf with --path (wikidata-dump "
+                        "when it is a compressed or JSON dump), else wikidata")
     p.add_argument("--endpoint", help="SPARQL endpoint URL")
-    p.add_argument("--path", help="RDF file")
+    p.add_argument("--path", help="RDF file, or Wikidata's JSON dump with wikidata-dump")
     p.add_argument("--out", required=True)
     p.add_argument("--max-year", type=int, default=2022, help="last award year (2022)")
     p.add_argument("--lang", default="en")
@@ -183,7 +190,10 @@ def _add_nobel(sub, common) -> None:
                        ("--instance-of", "instance_of"), ("--subclass-of", "subclass_of")):
         m.add_argument(flag, dest=attr, default=getattr(d, attr),
                        help=f"default {getattr(d, attr)}")
+    p.add_argument("--skip-bad", action="store_true",
+                   help="wikidata-dump: skip and count malformed lines instead of failing")
     _network_flags(p)
+    add_dump_flags(p)
     p.set_defaults(run=_run_nobel)
 
 
@@ -193,10 +203,24 @@ def _run_nobel(args) -> str:
     from .retry import RetryPolicy
     from .sparql import WIKIDATA_ENDPOINT, HttpEndpoint, LocalGraph
     source = args.source or ("sparql" if args.endpoint else "rdf" if args.path else "wikidata")
-    if source == "rdf" and args.endpoint or source != "rdf" and args.path:
-        raise UserError(f"--source {source} reads {'--path' if source == 'rdf' else '--endpoint'}"
-                        f"; drop {'--endpoint' if source == 'rdf' else '--path'}")
+    if not args.source and args.path:
+        from .sources.wikidata_dump.stream import is_dump_path
+        source = "wikidata-dump" if is_dump_path(args.path) else source
+    reads_path = source in ("rdf", "wikidata-dump")
+    if reads_path and args.endpoint or not reads_path and args.path:
+        raise UserError(f"--source {source} reads {'--path' if reads_path else '--endpoint'}"
+                        f"; drop {'--endpoint' if reads_path else '--path'}")
     user_prefixes = parse_prefix_args(args.prefix)
+    model = NobelModel(**{k: getattr(args, k) for k in NobelModel.__dataclass_fields__})
+    cfg = NobelConfig(out=args.out, model=model, max_year=args.max_year, lang=args.lang,
+                      progress=show_progress(args))
+    if source == "wikidata-dump":
+        from .sources.wikidata_dump.to_nobel import nobel_from_dump
+        if not args.path:
+            raise UserError("--source wikidata-dump needs --path latest-all.json.bz2")
+        out = nobel_from_dump(args.path, cfg, dump_options(args, _cache_dir(args)),
+                              skip_bad=args.skip_bad)
+        return f"wrote {out}"
     if source == "rdf":
         if not args.path:
             raise UserError("--source rdf needs --path FILE")
@@ -212,9 +236,6 @@ def _run_nobel(args) -> str:
                                 refresh=args.refresh)
         prefixes = {**WELL_KNOWN, **user_prefixes}
         tag = "wikidata" if source == "wikidata" else f"sparql:{url}"
-    model = NobelModel(**{k: getattr(args, k) for k in NobelModel.__dataclass_fields__})
-    cfg = NobelConfig(out=args.out, model=model, max_year=args.max_year, lang=args.lang,
-                      progress=show_progress(args))
     return f"wrote {build_nobel(endpoint, cfg, prefixes, tag)}"
 
 

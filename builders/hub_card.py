@@ -113,7 +113,7 @@ def default_license(manifest: Mapping[str, Any]) -> tuple[str, str]:
     if kind == "trex":
         return "cc-by-sa-4.0", ("derived from T-REx, which is licensed CC BY-SA 4.0; "
                                 "share-alike applies to this derived dataset")
-    if kind == "wikidata":
+    if kind in ("wikidata", "wikidata-dump"):
         return "cc-by-4.0", ("derived from Wikidata, whose data is CC0; CC BY 4.0 asks you to "
                              "credit this build")
     return "cc-by-4.0", (f"built from a `{kind}` source, whose own license factprobe cannot "

@@ -97,6 +97,16 @@ def build_nobel(endpoint: Endpoint, cfg: NobelConfig, prefixes: dict[str, str],
                         "--award-statement/--award-value/--nobel-class parameters against the "
                         "graph's vocabulary")
 
+    people = people_from_bindings(rows, prefixes)
+    provenance = {"type": source_tag, **endpoint.description,
+                  "query_sha256": text_sha256(laureates_query(iri, lang, cfg.page_size, 0)),
+                  "model": iri, "retrieved": endpoint.retrieval_dates()}
+    return write_nobel(people, cfg, iri, prefixes, provenance, source_tag)
+
+
+def people_from_bindings(rows: list[dict], prefixes: dict[str, str]) -> dict[str, dict]:
+    """Per candidate: names, awards ``{(award id, award label): {years}}``, birth years,
+    genders, and how many award statements had no year."""
     people: dict[str, dict] = {}
     for b in rows:
         pid = compact(b["person"]["value"], prefixes)
@@ -115,7 +125,13 @@ def build_nobel(endpoint: Endpoint, cfg: NobelConfig, prefixes: dict[str, str],
         if "gender" in b:
             p["genders"].add(b.get("genderName", {}).get("value")
                              or compact(b["gender"]["value"], prefixes))
+    return people
 
+
+def write_nobel(people: dict[str, dict], cfg: NobelConfig, iri: dict[str, str],
+                prefixes: dict[str, str], provenance: dict, source_tag: str) -> Path:
+    """The laureates, their birth-year facts and the manifest, from :func:`people_from_bindings`'
+    shape (any source that fills it)."""
     dropped = {"no_name": 0, "no_birth_year": 0, "no_award_up_to_max_year": 0,
                "several_birth_years": 0}
     laureates = []
@@ -156,10 +172,8 @@ def build_nobel(endpoint: Endpoint, cfg: NobelConfig, prefixes: dict[str, str],
         "relation_id": rid, "label": "birth year",
         "description": "year of birth of a Nobel laureate", "object_type": "year",
         "iri": iri["birth"]}], schema=RELATIONS_SCHEMA)
-    provenance = {"type": source_tag, **endpoint.description,
-                  "query_sha256": text_sha256(laureates_query(iri, lang, cfg.page_size, 0)),
-                  "model": iri, "retrieved": endpoint.retrieval_dates()}
-    params = {"model": asdict(cfg.model), "max_year": cfg.max_year, "lang": lang}
+    params = {"model": asdict(cfg.model), "max_year": cfg.max_year,
+              "lang": checked_lang(cfg.lang)}
     counts = {"laureates": table.num_rows, "facts": facts.num_rows,
               "women": sum(1 for d in laureates if d["gender"] == "female"),
               "laureates_with_several_awards": sum(1 for d in laureates

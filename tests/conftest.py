@@ -1,6 +1,7 @@
 """Shared fixtures: a real Oxigraph SPARQL server on 127.0.0.1 and a flaky proxy in front of it."""
 from __future__ import annotations
 
+import contextlib
 import http.server
 import shutil
 import socket
@@ -10,6 +11,7 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -31,12 +33,11 @@ def _oxigraph() -> str:
     return exe
 
 
-@pytest.fixture(scope="session")
-def oxigraph_url(tmp_path_factory) -> str:
-    """``oxigraph serve-read-only`` loaded with the Wikidata-shaped test graph."""
+@contextlib.contextmanager
+def oxigraph_serving(rdf: Path, db: Path) -> Iterator[str]:
+    """``oxigraph serve-read-only`` on 127.0.0.1 with ``rdf`` loaded into ``db``; its URL."""
     exe = _oxigraph()
-    db = tmp_path_factory.mktemp("oxigraph")
-    subprocess.run([exe, "load", "--location", str(db), "--file", str(WIKIDATA_MINI)],
+    subprocess.run([exe, "load", "--location", str(db), "--file", str(rdf)],
                    check=True, capture_output=True)
     port = _free_port()
     proc = subprocess.Popen([exe, "serve-read-only", "--location", str(db), "--bind",
@@ -44,18 +45,26 @@ def oxigraph_url(tmp_path_factory) -> str:
                             stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/query"
     deadline = time.time() + 20
-    while True:
-        try:
-            urllib.request.urlopen(f"{url}?query=ASK%7B%7D", timeout=1).read()
-            break
-        except OSError:
-            if time.time() > deadline or proc.poll() is not None:
-                proc.kill()
-                pytest.fail("oxigraph server did not start")
-            time.sleep(0.1)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    try:
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}?query=ASK%7B%7D", timeout=1).read()
+                break
+            except OSError:
+                if time.time() > deadline or proc.poll() is not None:
+                    pytest.fail("oxigraph server did not start")
+                time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def oxigraph_url(tmp_path_factory) -> str:
+    """``oxigraph serve-read-only`` loaded with the Wikidata-shaped test graph."""
+    with oxigraph_serving(WIKIDATA_MINI, tmp_path_factory.mktemp("oxigraph")) as url:
+        yield url
 
 
 class FlakyProxy:

@@ -1,0 +1,214 @@
+"""`factprobe build facts --source wikidata-dump` against a plain `bzip2 -dc` of the same file.
+
+    python benchmarks/bench_dump.py --entities 25000,100000 --repeat 3 --json .bench/dump.jsonl
+
+For each size, a synthetic JSON dump is written once under --work (``dump-N.json.bz2``): lines
+shaped like real ones (2-5 KB: labels and descriptions in several languages, aliases, four to
+nine statements with SHA-1 hashes and statement GUIDs, some references, ranks, unknown values
+and dated qualifiers; see tests/wikidata_dump_fixture.py). Then, alternating, ``bzip2 -dc FILE >
+/dev/null`` and the build, each a fresh child process: wall time, and peak memory both as the
+kernel reports the largest process (ru_maxrss, which also counts the memory of the process it
+was started from, so this script stays small until the end) and as the sampled sum over the
+whole process tree (the build may run parser processes). The build's facts are checked against every
+best-rank fact of the asked relations that the generator wrote (minus those whose subject or
+object has no English label, which every source drops). The ratio is taken within each pair of
+runs, so a busy machine slows both sides alike.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import ROOT, emit, in_fresh_process, machine, versions  # noqa: E402
+
+
+def generate(n: int, relations: tuple[str, ...], path: Path, expected: Path) -> None:
+    from tests.wikidata_dump_synthetic import write_synthetic
+    t0 = time.perf_counter()
+    facts, labelled = write_synthetic(path, n, seed=0, relations=relations)
+    kept = sorted(f for f in facts if f[1] in labelled and f[2] in labelled)
+    expected.write_text(json.dumps({"facts": kept, "all_best_rank": len(facts)}))
+    print(f"wrote {path.name} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+
+
+class TreePeak:
+    """Samples the resident memory of a process and all its descendants."""
+
+    def __init__(self, pid: int, every_s: float = 0.02):
+        import psutil
+        self.proc = psutil.Process(pid)
+        self.peak = 0
+        self.every_s = every_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        import psutil
+        while not self._stop.is_set():
+            total = 0
+            try:
+                for p in [self.proc, *self.proc.children(recursive=True)]:
+                    try:
+                        total += p.memory_info().rss
+                    except psutil.Error:
+                        pass
+            except psutil.Error:
+                pass
+            self.peak = max(self.peak, total)
+            time.sleep(self.every_s)
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return self.peak / 2 ** 20
+
+
+def timed(cmd: list[str], env: dict | None = None, sample: bool = False) -> dict:
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, env=env)
+    sampler = TreePeak(proc.pid) if sample else None
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed")
+    out = {"seconds": round(seconds, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+           "max_process_rss_mb": round(usage.ru_maxrss / 1024)}
+    if sampler:
+        out["tree_rss_mb"] = round(sampler.stop())
+    return out
+
+
+def parse_costs(dump: Path, relations: tuple[str, ...], lines: int = 20000,
+                repeat: int = 5) -> dict:
+    """CPU per line of the JSON reader as built (msgspec types that skip unwanted claims) and
+    of the alternative the issue suggests, a test for the wanted ids on the raw line first
+    (lines without one decoded for their names only); both must give the same rows."""
+    import bz2
+
+    from builders.sources.wikidata_dump.json_lines import EntityReader
+    from builders.sources.wikidata_dump.rows import PieceStats, Rows
+    from builders.sources.wikidata_dump.spec import ExtractSpec
+    with bz2.open(dump, "rb") as fh:
+        fh.readline()
+        sample = [fh.readline() for _ in range(lines)]
+    batch = b"".join(sample)
+    typed = EntityReader(ExtractSpec("json", "en", relations))
+    names_only = EntityReader(ExtractSpec("json", "en", ()))
+    needles = [f'"{p}":['.encode() for p in relations]
+
+    def as_built() -> Rows:
+        rows = Rows()
+        typed.read(batch, rows, PieceStats())
+        return rows
+
+    def raw_test_first() -> Rows:
+        rows = Rows()
+        hits, misses = [], []
+        for line in sample:
+            (hits if any(n in line for n in needles) else misses).append(line)
+        typed.read(b"".join(hits), rows, PieceStats())
+        names_only.read(b"".join(misses), rows, PieceStats())
+        return rows
+
+    out = {}
+    for name, fn in (("typed_skip", as_built), ("raw_test_first", raw_test_first)):
+        best = float("inf")
+        for _ in range(repeat):
+            t0 = time.process_time()
+            rows = fn()
+            best = min(best, time.process_time() - t0)
+        out[name] = {"us_per_line": round(best / lines * 1e6, 2),
+                     "statements": len(rows.statements["subject_id"])}
+    out["lines"] = lines
+    out["json_mb"] = round(len(batch) / 2 ** 20, 1)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--entities", default="25000,100000", help="comma-separated sizes")
+    ap.add_argument("--relations", default="P19,P36,P37")
+    ap.add_argument("--repeat", type=int, default=3, help="bzip2 / build pairs per size")
+    ap.add_argument("--work", default=str(ROOT / ".bench"))
+    ap.add_argument("--workers", type=int, help="--workers for the build (default: auto)")
+    ap.add_argument("--threads", type=int, help="--threads for the build (default: auto)")
+    ap.add_argument("--json", help="append one line per size to this JSON-lines file")
+    args = ap.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    relations = tuple(r.strip() for r in args.relations.split(","))
+    sizes = [int(s) for s in args.entities.split(",")]
+    rows = []
+    for n in sizes:
+        dump, expected = work / f"dump-{n}.json.bz2", work / f"dump-{n}.expected.json"
+        if not dump.exists() or not expected.exists():
+            in_fresh_process(generate, n, relations, dump, expected)
+        want = json.loads(expected.read_text())
+        want["facts"] = [list(f) for f in want["facts"]]
+        out = work / f"dump-facts-{n}"
+        env = {**os.environ, "FACTPROBE_CACHE_DIR": str(work / "dump-cache")}
+        build = [sys.executable, "-m", "evaluators.cli", "build", "facts", "--quiet",
+                 "--source", "wikidata-dump", "--path", str(dump), "--relations",
+                 ",".join(relations), "--out", str(out)]
+        for flag in ("workers", "threads"):
+            if getattr(args, flag) is not None:
+                build += [f"--{flag}", str(getattr(args, flag))]
+        runs = []
+        for _ in range(args.repeat):
+            load = os.getloadavg()[0]
+            ref = timed(["bzip2", "-dc", str(dump)])
+            mine = timed(build, env, sample=True)
+            runs.append({"load_before": round(load, 2), "bzip2": ref, "factprobe": mine,
+                         "ratio": round(mine["seconds"] / ref["seconds"], 3)})
+        got = json.loads(subprocess.run(
+            [sys.executable, "-c", "import json, sys, pyarrow.parquet as pq; t = pq.read_table("
+             "sys.argv[1], columns=['relation_id', 'subject_id', 'object_id']); print(json.dumps("
+             "sorted(list(r.values()) for r in t.to_pylist())))", str(out / "facts.parquet")],
+            check=True, capture_output=True, text=True).stdout)
+        row = {"benchmark": "build facts --source wikidata-dump vs bzip2 -dc", "entities": n,
+               "relations": list(relations), "input_mb": round(dump.stat().st_size / 2 ** 20, 1),
+               "json_mb": None, "facts": len(got), "best_rank_facts_written": want[
+                   "all_best_rank"], "facts_equal_expected": got == want["facts"],
+               "ratio_median": statistics.median(r["ratio"] for r in runs),
+               "factprobe_s_min": min(r["factprobe"]["seconds"] for r in runs),
+               "bzip2_s_min": min(r["bzip2"]["seconds"] for r in runs),
+               "tree_rss_mb_max": max(r["factprobe"]["tree_rss_mb"] for r in runs),
+               "max_process_rss_mb": max(r["factprobe"]["max_process_rss_mb"] for r in runs),
+               "runs": runs, "loadavg_after": os.getloadavg(), "command": build[2:]}
+        with subprocess.Popen(["bzip2", "-dc", str(dump)], stdout=subprocess.PIPE) as p:
+            row["json_mb"] = round(sum(len(b) for b in iter(lambda: p.stdout.read(1 << 22),
+                                                            b"")) / 2 ** 20, 1)
+        rows.append(row)
+        if not row["facts_equal_expected"]:
+            raise SystemExit(f"the build's facts differ from the generator's at {n} entities")
+    # machine() imports torch to look for a GPU: done only now, because a child's ru_maxrss
+    # includes the peak memory of the process it was started from.
+    info = {"machine": machine(), "versions": versions()}
+    for row in rows:
+        emit({**row, **info}, args.json, append=True)
+    small, big = rows[0], rows[-1]
+    # Measured last: it loads the reader into this process, which would otherwise count in the
+    # memory of every child started after it.
+    costs = parse_costs(work / f"dump-{small['entities']}.json.bz2", relations,
+                        lines=min(20000, small["entities"]))
+    summary = {"memory_ratio": round(big["tree_rss_mb_max"] / small["tree_rss_mb_max"], 3),
+               "entities": [small["entities"], big["entities"]],
+               "time_ratio_vs_bzip2": {r["entities"]: r["ratio_median"] for r in rows},
+               "build_cpu_mb_per_s": {r["entities"]: round(
+                   r["json_mb"] / min(x["factprobe"]["cpu_s"] for x in r["runs"]), 1)
+                   for r in rows},
+               "parse_costs": costs}
+    emit({"benchmark": "bench_dump summary", **summary, **info}, args.json, append=True)
+
+
+if __name__ == "__main__":
+    main()
