@@ -95,7 +95,7 @@ def extracted(dump: DumpFile, spec: ExtractSpec, opts: DumpOptions, progress: bo
     with work:
         try:
             reused = work.finished()
-            if reused and progress:
+            if reused:  # said even without progress bars, as eval's "starting over" is
                 print(f"resuming: {reused} finished shard(s) of an interrupted run are reused "
                       f"from {work.path}", file=sys.stderr, flush=True)
             threads = opts.decompress_threads()
