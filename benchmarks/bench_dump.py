@@ -156,7 +156,7 @@ def main() -> None:
         want["facts"] = [list(f) for f in want["facts"]]
         out = work / f"dump-facts-{n}"
         env = {**os.environ, "FACTPROBE_CACHE_DIR": str(work / "dump-cache")}
-        build = [sys.executable, "-m", "evaluators.cli", "build", "facts", "--quiet",
+        build = [sys.executable, "-m", "evaluators.cli.app", "build", "facts", "--quiet",
                  "--source", "wikidata-dump", "--path", str(dump), "--relations",
                  ",".join(relations), "--out", str(out)]
         for flag in ("workers", "threads"):

@@ -44,7 +44,7 @@ def synthetic_mc(relations: int, test_facts: int, *, train: int = 50, choices: i
     """A facts table shaped like T-REx-MC: ``train`` + ``test_facts`` facts per relation,
     ``choices`` options per fact (the gold once), objects of several kinds (years, one-word
     places, two-word persons, three-word titles, two-word organisations)."""
-    from builders.tables import fact_id
+    from builders.core.tables import fact_id
     rng = np.random.default_rng(seed)
     per_rel = train + test_facts
     subjects = common.unique_names(rng, relations * per_rel, words=2)
@@ -76,7 +76,7 @@ def synthetic_mc(relations: int, test_facts: int, *, train: int = 50, choices: i
 def write_facts(facts: pd.DataFrame, folder: Path) -> Path:
     import pyarrow as pa
 
-    from builders.tables import FACTS_SCHEMA, base_manifest, write_dataset
+    from builders.core.tables import FACTS_SCHEMA, base_manifest, write_dataset
     schema = FACTS_SCHEMA.append(pa.field("choices", pa.list_(pa.string())))
     table = pa.Table.from_pandas(facts, schema=schema, preserve_index=False)
     return write_dataset(folder, {"facts": table}, base_manifest(
@@ -153,8 +153,8 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     from probes.backends import BackendConfig
     from probes.backends.hf_causal import HFCausal
-    from probes.model_factory import save
-    from probes.zp_lke import ZPLKEConfig, plan
+    from probes.methods.zp_lke import ZPLKEConfig, plan
+    from probes.planting.model_factory import save
 
     facts = synthetic_mc(args.relations, args.facts, train=args.examples, choices=args.choices)
     tok, model = common.model_from_args(args)
@@ -210,7 +210,7 @@ def main() -> None:
     try:
         data_dir = write_facts(facts, work / "data")
         model_dir = save(model, tok, work / "model")
-        from evaluators.cli import main as cli
+        from evaluators.cli.app import main as cli
         argv = ["eval", "zp-lke", "--dataset", str(data_dir), "--model", str(model_dir),
                 "--out", str(work / "out"), "--response-tokens", "0", "--quiet",
                 "--device", args.device, "--dtype", args.dtype,

@@ -8,12 +8,16 @@ from typing import Callable
 
 import pandas as pd
 
-from builders.errors import UserError
-from builders.tables import read_table
-
-from .metrics.suite import (belief_icl_metrics, belief_metrics, monitor_metrics,  # noqa: F401
-                            prompt_metrics, zp_lke_metrics)
-from .metrics.validity import planted_split, validity  # noqa: F401
+from builders.core.errors import UserError
+from builders.core.tables import read_table
+from evaluators.metrics.suite import (  # noqa: F401
+    belief_icl_metrics,
+    belief_metrics,
+    monitor_metrics,
+    prompt_metrics,
+    zp_lke_metrics,
+)
+from evaluators.metrics.validity import planted_split, validity  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -34,7 +38,7 @@ def load_tables(folder: Path, names: tuple[str, ...], method: str) -> dict[str, 
 
 
 def _zp_lke_plan(tables: dict, cfg):
-    from probes.zp_lke import plan
+    from probes.methods.zp_lke import plan
     return plan(tables["facts"], cfg)
 
 
@@ -44,30 +48,30 @@ METHODS: dict[str, Method] = {
 
 
 def _prompt_plan(tables: dict, cfg):
-    from probes.prompt_baselines import plan
-    from probes.templates_in import load_templates
+    from probes.methods.prompt import plan
+    from probes.methods.templates_in import load_templates
     return plan(tables["facts"], load_templates(cfg.templates), cfg)
 
 
 def _multiprompt_templates(tables: dict):
-    from builders.template_files import Template
+    from builders.templates.files import Template
     fields = [f for f in Template.__dataclass_fields__]
     return [Template(**{k: r[k] for k in fields}) for r in tables["templates"].to_dict("records")]
 
 
 def _belief_plan(tables: dict, cfg):
-    from probes.belief import plan
+    from probes.methods.belief import plan
     return plan(tables["facts"], _multiprompt_templates(tables), cfg)
 
 
 def _belief_icl_plan(tables: dict, cfg):
-    from probes.belief_icl import plan
+    from probes.methods.belief_icl import plan
     return plan(tables["facts"], _multiprompt_templates(tables), cfg)
 
 
 def _monitor_plan(tables: dict, cfg):
-    from builders.template_files import Template
-    from probes.monitor import plan
+    from builders.templates.files import Template
+    from probes.methods.monitor import plan
     fields = list(Template.__dataclass_fields__)
     templates = []
     for r in tables["templates"].to_dict("records"):

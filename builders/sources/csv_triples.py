@@ -12,12 +12,18 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from ..errors import UserError
-from ..facts import SourceResult
-from ..tables import file_sha256
-from ..textfiles import utf8_lines
-from .common import (TextColumns, bad_line, check_relations, natural_key, text_frame,
-                     wanted_relations)
+from builders.core.errors import UserError
+from builders.core.tables import file_sha256
+from builders.core.textfiles import utf8_lines
+from builders.datasets.facts import SourceResult
+from builders.sources.common import (
+    TextColumns,
+    bad_line,
+    check_relations,
+    natural_key,
+    text_frame,
+    wanted_relations,
+)
 
 REQUIRED = ("subject", "relation", "object")
 OPTIONAL = ("subject_label", "object_label", "relation_label", "subject_aliases",

@@ -12,11 +12,22 @@ from dataclasses import dataclass, field
 import pandas as pd
 from tqdm import tqdm
 
-from ..errors import UserError
-from ..facts import SourceResult
-from ..iris import RDFS, SCHEMA, SKOS, WD, WDT, XSD, checked_iri, compact, is_wikidata_id, resolve
-from ..sparql import Endpoint
-from ..tables import text_sha256
+from builders.core.errors import UserError
+from builders.core.tables import text_sha256
+from builders.datasets.facts import SourceResult
+from builders.sources.iris import (
+    RDFS,
+    SCHEMA,
+    SKOS,
+    WD,
+    WDT,
+    XSD,
+    checked_iri,
+    compact,
+    is_wikidata_id,
+    resolve,
+)
+from builders.sources.sparql import Endpoint
 
 PREFIXES = (f"PREFIX rdfs: <{RDFS}>\nPREFIX skos: <{SKOS}>\nPREFIX schema: <{SCHEMA}>\n")
 _PREF, _LABEL, _ALT = SKOS + "prefLabel", RDFS + "label", SKOS + "altLabel"

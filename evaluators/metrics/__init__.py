@@ -1,15 +1,36 @@
 """Metrics: small pure functions over outputs tables (see each function's doctest and
 docs/metrics/). Each method's full set, as written to ``metrics.json``, is in :mod:`.suite`."""
-from .belief import (acc1_fluctuation, bias_level, consistency, coverage, covered_units,
-                     overconfidence, sharing_rate)
-from .belief_icl import one_word_rate, sample_confidence
-from .monitor import fact_distances, frame_accuracy, monitor_score
-from .stats import auroc, bootstrap, paired_test
-from .suite import (MetricsOptions, belief_icl_metrics, belief_metrics, compute,
-                    monitor_metrics, prompt_metrics, zp_lke_metrics)
-from .validity import validity
-from .zp_lke import (accuracy_at_k, mc_accuracy, mc_predictions, probability_mass,
-                     response_accuracy, subsumption_matrix, subsumption_rate)
+from evaluators.metrics.belief import (
+                                       acc1_fluctuation,
+                                       bias_level,
+                                       consistency,
+                                       coverage,
+                                       covered_units,
+                                       overconfidence,
+                                       sharing_rate,
+)
+from evaluators.metrics.belief_icl import one_word_rate, sample_confidence
+from evaluators.metrics.monitor import fact_distances, frame_accuracy, monitor_score
+from evaluators.metrics.stats import auroc, bootstrap, paired_test
+from evaluators.metrics.suite import (
+                                       MetricsOptions,
+                                       belief_icl_metrics,
+                                       belief_metrics,
+                                       compute,
+                                       monitor_metrics,
+                                       prompt_metrics,
+                                       zp_lke_metrics,
+)
+from evaluators.metrics.validity import validity
+from evaluators.metrics.zp_lke import (
+                                       accuracy_at_k,
+                                       mc_accuracy,
+                                       mc_predictions,
+                                       probability_mass,
+                                       response_accuracy,
+                                       subsumption_matrix,
+                                       subsumption_rate,
+)
 
 __all__ = ["acc1_fluctuation", "accuracy_at_k", "auroc", "belief_icl_metrics", "belief_metrics",
            "bias_level", "bootstrap", "compute", "consistency", "coverage", "covered_units",

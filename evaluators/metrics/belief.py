@@ -15,8 +15,8 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from .stats import BLOCK, _interval, rnd, stratum_seed, summarise
-from .text import normalise
+from evaluators.metrics.stats import BLOCK, _interval, rnd, stratum_seed, summarise
+from evaluators.metrics.text import normalise
 
 
 def mask_correct(top_token: str, gold_names) -> bool:

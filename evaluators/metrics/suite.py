@@ -13,14 +13,13 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from builders.errors import UserError
-
-from . import belief as B
-from . import belief_icl as BI
-from . import monitor as MO
-from . import zp_lke as Z
-from .stats import rnd
-from .validity import validity
+from builders.core.errors import UserError
+from evaluators.metrics import belief as B
+from evaluators.metrics import belief_icl as BI
+from evaluators.metrics import monitor as MO
+from evaluators.metrics import zp_lke as Z
+from evaluators.metrics.stats import rnd
+from evaluators.metrics.validity import validity
 
 METHOD_NAMES = ("zp-lke", "prompt", "belief", "belief-icl", "monitor")
 
@@ -251,7 +250,7 @@ def belief_icl_metrics(outputs: pd.DataFrame, planted: dict | None, cfg, *,
     conf = BI.sample_confidence(outputs, rows)
     out: dict = {"method": "belief-icl", "options": options.as_dict(),
                  "prompts": int(len(rows)), "contexts": {}}
-    from . import lemmas
+    from evaluators.metrics import lemmas
     for ctx, g in rows.groupby("context", sort=True):
         c = conf[conf["context"] == ctx]
         block = B.belief_summary(g, samplings=options.samplings, bins=options.bins,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .stats import auroc, auroc_interval, bootstrap, rnd
+from evaluators.metrics.stats import auroc, auroc_interval, bootstrap, rnd
 
 
 def planted_split(frame: pd.DataFrame, planted: dict | None) -> pd.DataFrame:
@@ -76,7 +76,7 @@ def _difference(split: pd.DataFrame, column: str, resamples: int, seed: int):
     intervals (the stratified recipe of :mod:`.stats`, strata ``held_out`` and ``planted``)."""
     if not resamples:
         return float("nan"), float("nan")
-    from .stats import _interval, _resampled_sums, stratum_seed
+    from evaluators.metrics.stats import _interval, _resampled_sums, stratum_seed
     means = {}
     for k in ("held_out", "planted"):
         v = split.loc[split["planted"] == k, column].to_numpy(dtype=float)

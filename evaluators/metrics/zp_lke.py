@@ -10,10 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from builders.errors import UserError
-
-from .stats import rnd, summarise
-from .text import contains_answer
+from builders.core.errors import UserError
+from evaluators.metrics.stats import rnd, summarise
+from evaluators.metrics.text import contains_answer
 
 QUESTION_KEYS = ["relation_id", "fact_id", "seed", "n_examples", "template_id"]
 

@@ -4,18 +4,18 @@
 """
 from __future__ import annotations
 
-from .config import BackendConfig
+from probes.backends.config import BackendConfig
 
 
 def load_backend(config: BackendConfig, *, masked: bool = False):
     """A causal-LM backend (``score``, ``generate``, ``token_probs``) or, with ``masked``, a
     masked-LM backend (``fill_mask``)."""
-    from .loading import load_model
+    from probes.backends.loading import load_model
     model, tokenizer, device = load_model(config, masked=masked)
     if masked:
-        from .hf_masked import HFMasked
+        from probes.backends.hf_masked import HFMasked
         return HFMasked(model, tokenizer, device, config)
-    from .hf_causal import HFCausal
+    from probes.backends.hf_causal import HFCausal
     return HFCausal(model, tokenizer, device, config)
 
 

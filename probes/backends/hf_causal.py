@@ -19,12 +19,11 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from builders.errors import UserError
-
-from ..requests import GenerateRequest, Generated, ScoreRequest, Scored
-from .config import BackendConfig
-from .packing import build_segment, make_batch, pack
-from .tokens import PairEncoder
+from builders.core.errors import UserError
+from probes.backends.config import BackendConfig
+from probes.backends.packing import build_segment, make_batch, pack
+from probes.backends.tokens import PairEncoder
+from probes.requests import Generated, GenerateRequest, Scored, ScoreRequest
 
 ROW_TOKENS = 256                      # target length of a packed row
 TOKENS_PER_ROW_OF_BATCH = {"cpu": 64, "cuda": 256}   # packed tokens per forward = batch x this
@@ -242,7 +241,7 @@ class HFCausal:
     def _launch(self, segments, p: int, kv):
         """One forward pass over packed segments; returns the batch and the (not yet read)
         log-probs of its target tokens."""
-        from .kv import expand
+        from probes.backends.kv import expand
         torch = self.torch
         b = make_batch(pack(segments, ROW_TOKENS), p, self.prefix_token_id or 0)
         dev, dtype = self.device, self.model.dtype
@@ -329,7 +328,7 @@ class HFCausal:
         return g
 
     def _generate_group(self, requests, members, results, progress) -> None:
-        from .kv import expand
+        from probes.backends.kv import expand
         torch = self.torch
         encoded = {i: self.encode(requests[i].prompt) for i in members}
         for i in members:
@@ -359,7 +358,7 @@ class HFCausal:
             results[i] = out[i]
 
     def _decode(self, requests, rows, last_logits, cache_c, mask_c, out) -> None:
-        from . import kv
+        from probes.backends import kv
         torch = self.torch
         reqs = [requests[i] for _, i, _ in rows]
         steps = max(r.max_new_tokens for r in reqs)
@@ -412,7 +411,7 @@ class HFCausal:
         """Greedy tokens for rows without a generator; for the others a multinomial draw by
         inverse transform: one uniform number from the row's own generator, located in the
         row's cumulative distribution (``sampling.py``), so a draw never depends on the batch."""
-        from .sampling import draw
+        from probes.backends.sampling import draw
         torch = self.torch
         toks = [0] * len(gens)
         greedy = [k for k, g in enumerate(gens) if g is None]

@@ -4,10 +4,9 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from builders.errors import UserError
-
-from ..requests import Masked, MaskRequest
-from .config import BackendConfig
+from builders.core.errors import UserError
+from probes.backends.config import BackendConfig
+from probes.requests import Masked, MaskRequest
 
 MASK = "[MASK]"   # what probes write; replaced by the model's own mask token
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from builders.errors import UserError
-
-from .config import BackendConfig
-from .model_files import check_model_folder
+from builders.core.errors import UserError
+from probes.backends.config import BackendConfig
+from probes.backends.model_files import check_model_folder
 
 DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 
@@ -113,8 +112,7 @@ def _local_problem(what: str, where: str, exc: BaseException) -> str:
 
 
 def load_model(config: BackendConfig, *, masked: bool = False):
-    from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM,
-                              AutoTokenizer)
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()

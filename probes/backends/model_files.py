@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from builders.errors import UserError
+from builders.core.errors import UserError
 
 # Any one of these is a tokenizer transformers can load (fast, BPE, WordPiece, SentencePiece).
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "vocab.txt",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .harness import run
+from tests.contract.harness import run
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data" / "kg" / "sample.ttl"

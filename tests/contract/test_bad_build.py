@@ -23,11 +23,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import WIKIDATA_MINI
+from tests.contract.conftest import SAMPLE, TEMPLATES
+from tests.contract.harness import Case, check, expand, run, snapshot
 from tests.llm_server import ScriptedChat
 from tests.wbapi_server import FakeWikidataApi, default_entities
-
-from .conftest import SAMPLE, TEMPLATES
-from .harness import Case, check, expand, run, snapshot
 
 T = str(TEMPLATES)
 KG = str(SAMPLE)
@@ -564,7 +563,7 @@ NET_CASES = [
 ]
 
 
-# The shared reader (builders.tables.read_table) serves eval and publish too.
+# The shared reader (builders.core.tables.read_table) serves eval and publish too.
 READER_CASES = [
     Case("eval-truncated-facts", ("eval", "zp-lke", "--dataset", "mc", "--model", "model",
                                   "--out", "out"), ("mc/facts.parquet", "Parquet"),
@@ -618,9 +617,9 @@ def servers(flaky_proxy, closed_port_url, silent_url):
 def cached(ws: Path) -> dict[str, list[Path]]:
     """The response-cache entries in the workspace, by namespace; asserts each one is an
     answer of the shape its client checks, and that no temporary file was left."""
-    from builders.llm import answer_problem
-    from builders.sparql import results_problem
-    from builders.wikidata_api import entities_problem
+    from builders.sources.sparql import results_problem
+    from builders.sources.wikidata_api import entities_problem
+    from builders.templates.llm import answer_problem
     from probes.backends.identity import sha256_problem
     checks = {"sparql": results_problem, "wbgetentities": entities_problem,
               "chat": answer_problem, "file-sha256": sha256_problem}

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests import wikidata_dump_fixture as fx
-
-from .harness import Case, check, expand, run, snapshot
+from tests.contract.harness import Case, check, expand, run, snapshot
 
 GOOD = fx.json_dump(fx.ENTITIES)
 LINES = GOOD.split(b"\n")

@@ -1,4 +1,4 @@
-"""``--out`` ownership, as a contract on the real command line (builders/outdir.py).
+"""``--out`` ownership, as a contract on the real command line (builders/core/outdir.py).
 
 Every command that writes a folder (build *, eval *, plant, report, publish --dry-run) is run
 with outputs it must refuse: a path that cannot be a folder, a user's file or folder, an input
@@ -17,10 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from builders.outdir import contents
-
-from .conftest import RELATIONS, SAMPLE, TEMPLATES
-from .harness import STRAY, Case, check, expand, factprobe_exe, run, snapshot
+from builders.core.outdir import contents
+from tests.contract.conftest import RELATIONS, SAMPLE, TEMPLATES
+from tests.contract.harness import STRAY, Case, check, expand, factprobe_exe, run, snapshot
 
 FKTC_FILES = Path(__file__).resolve().parents[1] / "data" / "fktc"
 NOBEL_MODEL = ["--award-statement", "st:awardReceived", "--award-value", "sv:awardReceived",

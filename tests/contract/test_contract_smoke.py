@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .harness import Case, check, expand, run, snapshot
+from tests.contract.harness import Case, check, expand, run, snapshot
 
 CASES = [
     Case("mc-missing-facts", ("build", "mc", "--facts", "nope", "--out", "{ws}/out"),

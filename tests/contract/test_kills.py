@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from .harness import STRAY, factprobe_exe, run, snapshot
+from tests.contract.harness import STRAY, factprobe_exe, run, snapshot
 
 MC = ["build", "mc", "--facts", "aliases", "--choices", "5", "--min-facts", "10",
       "--min-objects", "5", "--train", "5", "--test", "6", "--quiet"]
@@ -170,7 +170,7 @@ def during(name, fn):
 os.rename, swap._renameat2, pathlib.Path.unlink = rename, renameat2, unlink
 swap.install = during("install", swap.install)
 outdir.retire = during("retire", outdir.retire)
-from evaluators.cli import main
+from evaluators.cli.app import main
 sys.exit(main(sys.argv[2:]))
 """
 

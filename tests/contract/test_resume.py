@@ -18,12 +18,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from evaluators import runner
-from evaluators.runner import EvalConfig, run_eval
 from probes.backends import BackendConfig
-from probes.zp_lke import ZPLKEConfig, plan
-
-from .harness import factprobe_exe, run
+from probes.engine import runner
+from probes.engine.runner import EvalConfig, run_eval
+from probes.methods.zp_lke import ZPLKEConfig, plan
+from tests.contract.harness import factprobe_exe, run
 
 # Many small chunks (3 relations x 10 seeds x 5 example counts, two stages): a kill lands
 # between checkpoints long before the end, whatever the machine's speed.
@@ -81,7 +80,7 @@ def _replant(ws: Path, seed: int) -> None:
     weight file has the same size, and copied with its modification times kept."""
     from transformers import AutoTokenizer
 
-    from probes.model_factory import causal_model, save
+    from probes.planting.model_factory import causal_model, save
     tok = AutoTokenizer.from_pretrained(ws / "model")
     other = save(causal_model(tok, layers=2, width=64, seed=seed), tok, ws / "other-model")
     old = (ws / "model" / "model.safetensors").stat()
@@ -128,7 +127,7 @@ def test_resumed_with_a_replanted_model_is_a_clean_run_of_it(workspace):
 # ---------------------------------------------------------------- in-process, other changes
 
 def _facts():
-    from tests.probes.test_runner import facts_many
+    from tests.probes.engine.test_runner import facts_many
     return facts_many()
 
 
@@ -205,7 +204,7 @@ def test_a_moved_model_still_resumes(tiny_causal_dir, tmp_path, monkeypatch, cap
 def test_file_hash_memo_sees_an_in_place_rewrite(tmp_path):
     """Same inode, same size, the modification time put back: the change time still moves,
     so the remembered hash is not reused."""
-    from builders.cache import ResponseCache
+    from builders.core.cache import ResponseCache
     from probes.backends.identity import file_hash, sha256_problem
     cache = ResponseCache(tmp_path / "cache", "file-sha256", sha256_problem)
     f = tmp_path / "model.safetensors"

@@ -21,9 +21,9 @@ from typing import Any
 
 import msgspec
 
-from .rows import DumpLineError, PieceStats, Rows
-from .spec import ExtractSpec
-from .values import entity_id, rdf_value
+from builders.sources.wikidata_dump.rows import DumpLineError, PieceStats, Rows
+from builders.sources.wikidata_dump.spec import ExtractSpec
+from builders.sources.wikidata_dump.values import entity_id, rdf_value
 
 
 class _Term(msgspec.Struct):

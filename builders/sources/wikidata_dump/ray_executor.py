@@ -17,13 +17,19 @@ import tempfile
 
 from tqdm import tqdm
 
-from ...errors import UserError
-from .extract import extract
-from .local import line_error
-from .rows import DumpLineError, PieceStats
-from .spec import ExtractSpec
-from .stream import DumpFile, batches, build_index, open_stream, seek_line_start
-from .workdir import WorkDir, dump_key
+from builders.core.errors import UserError
+from builders.sources.wikidata_dump.extract import extract
+from builders.sources.wikidata_dump.local import line_error
+from builders.sources.wikidata_dump.rows import DumpLineError, PieceStats
+from builders.sources.wikidata_dump.spec import ExtractSpec
+from builders.sources.wikidata_dump.stream import (
+    DumpFile,
+    batches,
+    build_index,
+    open_stream,
+    seek_line_start,
+)
+from builders.sources.wikidata_dump.workdir import WorkDir, dump_key
 
 
 def _import_ray():

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from ...errors import UserError
+from builders.core.errors import UserError
 
 MAGIC = {b"BZh": "bz2", b"\x1f\x8b": "gzip"}
 READ_SIZE = 4 << 20

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pandas as pd
 import pyarrow as pa
 
-from ..graph import checked_lang
-from . import join
-from .options import DumpOptions, cores
-from .run import extracted
-from .spec import ExtractSpec
-from .stream import detect
+from builders.sources.graph import checked_lang
+from builders.sources.wikidata_dump import join
+from builders.sources.wikidata_dump.options import DumpOptions, cores
+from builders.sources.wikidata_dump.run import extracted
+from builders.sources.wikidata_dump.spec import ExtractSpec
+from builders.sources.wikidata_dump.stream import detect
 
 
 def dump_aliases(path: str, ids: list[str], lang: str, options: DumpOptions = DumpOptions(),

@@ -13,16 +13,16 @@ from typing import Iterator
 
 import pandas as pd
 
-from ...errors import UserError
-from ...facts import SourceResult
-from ...iris import WDT, XSD, compact
-from ..common import natural_key
-from ..graph import checked_lang, literal_label
-from . import join
-from .options import DumpOptions, cores
-from .run import extracted
-from .spec import ExtractSpec, property_ids
-from .stream import detect
+from builders.core.errors import UserError
+from builders.datasets.facts import SourceResult
+from builders.sources.common import natural_key
+from builders.sources.graph import checked_lang, literal_label
+from builders.sources.iris import WDT, XSD, compact
+from builders.sources.wikidata_dump import join
+from builders.sources.wikidata_dump.options import DumpOptions, cores
+from builders.sources.wikidata_dump.run import extracted
+from builders.sources.wikidata_dump.spec import ExtractSpec, property_ids
+from builders.sources.wikidata_dump.stream import detect
 
 TAG = "wikidata-dump"
 

@@ -1,0 +1,119 @@
+"""``factprobe build fktc``: an FKTC-style dataset (MONITOR paper, Sec. 5.1) from any facts table.
+
+Per relation: a base question Q0 and question paraphrases, at most ``questions`` in all (7 in
+the paper), kept greedily while their pairwise sentence BLEU stays below 0.7. Per fact: M
+misprimes, objects of the same relation that are not the subject's answers (5 in the paper).
+A probe derives the prompts per fact: every question (the paraphrase set, Q0 included, as in
+the authors' code), the positive interference prompt "{y*}. Q0(x)" and the M negative ones
+"{y-}. Q0(x)": 7 + 1 + 5 = 13 in the paper.
+
+The templates table marks the base question with ``is_base``; question templates are stored as
+``<question> [Y].`` like every question template (:func:`~builders.templates.files.question_text`
+gives the question back).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from builders.core.errors import UserError
+from builders.core.inputs import FACTS_OR_MISPRIMES, input_dataset, templates_input
+from builders.core.tables import base_manifest, file_sha256, read_table, write_dataset
+from builders.datasets.misprimes import NEGATIVE_COLUMNS, draw_negatives, negatives_array
+from builders.templates.files import Template, question_text, read_templates, templates_table
+from builders.templates.filters import diverse
+
+
+@dataclass(frozen=True)
+class FktcConfig:
+    facts: str
+    out: str
+    templates: str | None = None
+    templates_dir: str = "data/templates"
+    questions: int = 7          # question templates per relation, the base one included
+    negatives: int = 5
+    seed: int = 0
+    bleu: float = 0.7
+    progress: bool = True
+
+
+def pick_questions(templates: list[Template], limit: int, bleu: float
+                   ) -> tuple[list[Template], int]:
+    """The relation's base question and its paraphrases, and how many BLEU left out.
+
+    Hand-written questions come first (by id), then machine paraphrases; the first is the base.
+    """
+    qs = sorted((t for t in templates if t.style == "question"),
+                key=lambda t: (t.origin != "manual", t.template_id))
+    keep = diverse([question_text(t.template) for t in qs], bleu)
+    dropped = len(qs) - len(keep)
+    return [qs[i] for i in keep[:limit]], dropped
+
+
+def fktc_templates_table(chosen: dict[str, list[Template]]) -> pa.Table:
+    rows = [t for qs in chosen.values() for t in qs]
+    base = {t.template_id: i == 0 for qs in chosen.values() for i, t in enumerate(qs)}
+    return templates_table(rows, {"is_base": (pa.bool_(), base)})
+
+
+def prompt_count(facts: pa.Table, questions_per_relation: dict[str, int]) -> int:
+    """R questions + 1 positive + the fact's negatives, summed over facts."""
+    return sum(questions_per_relation[r] + 1 + len(n) for r, n in
+               zip(facts["relation_id"].to_pylist(), facts["negatives"].to_pylist()))
+
+
+def build_fktc(cfg: FktcConfig) -> Path:
+    if cfg.questions < 1 or cfg.negatives < 1:
+        raise UserError("--questions and --negatives must be at least 1")
+    folder, manifest = input_dataset(cfg.facts, "--facts", FACTS_OR_MISPRIMES,
+                                     columns=NEGATIVE_COLUMNS)
+    templates_folder = templates_input(cfg.templates)
+    facts = read_table(folder, "facts")
+    in_facts = sorted(set(facts["relation_id"].to_pylist()))
+    by_rel: dict[str, list[Template]] = defaultdict(list)
+    for t in read_templates(templates_folder, cfg.templates_dir, in_facts):
+        by_rel[t.relation_id].append(t)
+    chosen: dict[str, list[Template]] = {}
+    dropped: dict[str, str] = {}
+    bleu_dropped: dict[str, int] = {}
+    for rid in in_facts:
+        qs, n_bleu = pick_questions(by_rel.get(rid, []), cfg.questions, cfg.bleu)
+        if not qs:
+            dropped[rid] = "no question template"
+            continue
+        chosen[rid] = qs
+        bleu_dropped[rid] = n_bleu
+    if not chosen:
+        raise UserError(f"no relation of {cfg.facts} has a question template in "
+                        f"{cfg.templates or cfg.templates_dir}")
+    facts = facts.filter(pc.is_in(facts["relation_id"], value_set=pa.array(sorted(chosen))))
+    lists, neg_counts = draw_negatives(facts, cfg.negatives, cfg.seed)
+    if "negatives" in facts.column_names:
+        facts = facts.drop(["negatives"])
+    facts = facts.append_column("negatives", negatives_array(lists))
+    n_questions = {r: len(q) for r, q in chosen.items()}
+    per_relation = {r: {"facts": neg_counts["per_relation"][r]["facts"],
+                        "questions": n_questions[r], "questions_dropped_bleu": bleu_dropped[r],
+                        "short_negatives": neg_counts["per_relation"][r]["short"]}
+                    for r in sorted(chosen)}
+    counts = {"facts": facts.num_rows, "relations": len(chosen),
+              "prompts": prompt_count(facts, n_questions), "per_relation": per_relation,
+              "dropped_relations": dropped, "short_negatives": neg_counts["short"]}
+    tables = {"facts": facts, "templates": fktc_templates_table(chosen)}
+    if (folder / "relations.parquet").exists():
+        rel = read_table(folder, "relations")
+        tables["relations"] = rel.filter(pc.is_in(rel["relation_id"],
+                                                  value_set=pa.array(sorted(chosen))))
+    source = {"type": "facts", "facts_dataset": manifest.get("name"),
+              "facts_sha256": file_sha256(folder / "facts.parquet"),
+              "templates": cfg.templates or cfg.templates_dir}
+    if templates_folder:
+        source["templates_sha256"] = file_sha256(templates_folder / "templates.parquet")
+    params = {"questions": cfg.questions, "negatives": cfg.negatives, "seed": cfg.seed,
+              "bleu": cfg.bleu}
+    return write_dataset(cfg.out, tables, base_manifest(Path(cfg.out).name, "fktc", source,
+                                                        params, counts))

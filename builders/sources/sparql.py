@@ -1,0 +1,198 @@
+"""Two ways to answer a SPARQL SELECT with the same JSON results: over HTTP, or in process.
+
+``HttpEndpoint`` talks to the Wikidata Query Service or any SPARQL 1.1 endpoint through
+SPARQLWrapper (one query at a time, descriptive User-Agent, Retry-After, bounded retries, disk
+cache). ``LocalGraph`` loads an RDF file into pyoxigraph and serialises its answers to the same
+SPARQL-results JSON, so everything downstream has one code path.
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import urllib.error
+from pathlib import Path
+from typing import Any, Protocol
+
+from builders.core.cache import ResponseCache, request_key
+from builders.core.errors import UserError
+from builders.core.retry import Retryable, RetryPolicy, parse_retry_after
+from builders.core.tables import factprobe_version, file_sha256
+from builders.core.urls import header_text, http_url
+
+WIKIDATA_ENDPOINT = "https://query.wikidata.org/sparql"
+PROJECT_URL = "https://github.com/factprobe/factprobe"
+CONTACT_ENV = "FACTPROBE_CONTACT"
+
+
+def user_agent(contact: str | None = None) -> str:
+    """A descriptive User-Agent as the Wikimedia policy asks: tool, version, URL and contact."""
+    contact = header_text(contact or os.environ.get(CONTACT_ENV, ""),
+                          f"the contact (--contact or ${CONTACT_ENV})")
+    who = f"{PROJECT_URL}; {contact}" if contact else PROJECT_URL
+    return f"factprobe/{factprobe_version()} ({who})"
+
+
+def results_problem(payload: Any, required: tuple[str, ...] = ()) -> str | None:
+    """Why ``payload`` is not SPARQL 1.1 JSON results of a SELECT that binds every variable of
+    ``required`` in every row; None when it is.
+
+    >>> results_problem({"head": {"vars": ["s"]}, "results": {"bindings": [
+    ...     {"s": {"type": "uri", "value": "http://x/a"}}]}}, ("s",)) is None
+    True
+    >>> results_problem({"head": {"vars": ["s"]}, "results": {"bindings": [{}]}}, ("s",))
+    'binds no ?s in a result row'
+    >>> results_problem({"error": "rate limited"})
+    'is JSON but not SPARQL results (no results.bindings)'
+    """
+    results = payload.get("results") if isinstance(payload, dict) else None
+    bindings = results.get("bindings") if isinstance(results, dict) else None
+    if not isinstance(bindings, list):
+        return "is JSON but not SPARQL results (no results.bindings)"
+    for row in bindings:
+        if not isinstance(row, dict):
+            return "has a result row that is not a JSON object"
+        for var, term in row.items():
+            if not (isinstance(term, dict) and isinstance(term.get("type"), str)
+                    and isinstance(term.get("value"), str)):
+                return f"has a malformed value of ?{var} (not {{type, value}})"
+        missing = [v for v in required if v not in row]
+        if missing:
+            return f"binds no ?{', ?'.join(missing)} in a result row"
+    return None
+
+
+class Endpoint(Protocol):
+    description: dict
+
+    def select(self, query: str, required: tuple[str, ...] = ()) -> dict:
+        """SPARQL 1.1 JSON results of a SELECT query whose rows all bind ``required``."""
+
+    def retrieval_dates(self) -> list[str]:
+        """When the answers used so far were retrieved (empty for local files)."""
+
+
+class HttpEndpoint:
+    def __init__(self, url: str, *, cache_dir: str | os.PathLike | None, contact: str | None = None,
+                 timeout_s: float = 65.0, policy: RetryPolicy = RetryPolicy(),
+                 refresh: bool = False):
+        self.url = http_url(url, "SPARQL endpoint", "--endpoint http://host:port/query")
+        self.cache = ResponseCache(cache_dir, "sparql", results_problem)
+        self.agent = user_agent(contact)
+        self.timeout_s = timeout_s
+        self.policy = policy
+        self.refresh = refresh
+        self._dates: set[str] = set()
+        self.description = {"endpoint": url}
+
+    def retrieval_dates(self) -> list[str]:
+        return sorted(self._dates)
+
+    def select(self, query: str, required: tuple[str, ...] = ()) -> dict:
+        key = request_key(self.url, query)
+        binds = (lambda payload: results_problem(payload, required)) if required else None
+        hit = None if self.refresh else self.cache.get(key, binds)
+        if hit is None:
+            hit = self.cache.retrieve(key, lambda: self._fetch(query), self.policy,
+                                      f"SPARQL query to {self.url}", check=binds,
+                                      endpoint=self.url)
+        self._dates.add(hit["retrieved"][:10])
+        return hit["response"]
+
+    def _fetch(self, query: str) -> dict:
+        # Imported here: SPARQLWrapper pulls in rdflib, which only the HTTP path needs.
+        from SPARQLWrapper import JSON, POST, SPARQLWrapper
+        from SPARQLWrapper.SPARQLExceptions import (
+            EndPointInternalError,
+            EndPointNotFound,
+            QueryBadFormed,
+            SPARQLWrapperException,
+            Unauthorized,
+        )
+        sw = SPARQLWrapper(self.url, agent=self.agent)
+        sw.setQuery(query)
+        sw.setMethod(POST)
+        sw.setReturnFormat(JSON)
+        # Set directly: setTimeout() truncates to whole seconds, and 0 there means no timeout.
+        sw.timeout = self.timeout_s
+        try:
+            raw = sw.query().response.read()
+        except urllib.error.HTTPError as exc:
+            if exc.code == 429 or exc.code >= 500:
+                raise Retryable(f"HTTP {exc.code}",
+                                parse_retry_after(exc.headers.get("Retry-After"))) from None
+            raise UserError(f"SPARQL endpoint {self.url} answered HTTP {exc.code} {exc.reason}; "
+                            f"check the URL.") from None
+        except EndPointInternalError:
+            raise Retryable("HTTP 500 (internal server error)") from None
+        except QueryBadFormed as exc:
+            first = str(exc).strip().splitlines()[-1][:300]
+            raise UserError(f"SPARQL endpoint {self.url} rejected the query as malformed: "
+                            f"{first}") from None
+        except EndPointNotFound:
+            raise UserError(f"SPARQL endpoint {self.url} answered 404: no SPARQL service at "
+                            f"that URL; check --endpoint.") from None
+        except Unauthorized:
+            raise UserError(f"SPARQL endpoint {self.url} refused access (401/403).") from None
+        except SPARQLWrapperException as exc:
+            raise Retryable(str(exc).splitlines()[0]) from None
+        except urllib.error.URLError as exc:
+            raise Retryable(f"cannot reach it ({exc.reason})") from None
+        except (socket.timeout, TimeoutError):
+            raise Retryable(f"no answer within {self.timeout_s:g} s (--timeout)") from None
+        except (ConnectionError, OSError) as exc:
+            raise Retryable(f"connection failed ({exc})") from None
+        try:
+            return json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise Retryable("the answer was not JSON (an error page?)") from None
+
+
+def rdf_format(path: Path):
+    import pyoxigraph as ox
+    suffixes = [s.lstrip(".") for s in path.suffixes[-2:]]
+    for ext in reversed(suffixes):
+        fmt = ox.RdfFormat.from_extension(ext)
+        if fmt is not None:
+            return fmt
+    raise UserError(f"cannot tell the RDF format of {path} from its extension; use .ttl, .nt, "
+                    f".nq, .trig, .n3 or .rdf")
+
+
+class LocalGraph:
+    """An RDF file loaded into an in-memory pyoxigraph store."""
+
+    def __init__(self, path: str | os.PathLike):
+        import pyoxigraph as ox
+        self.path = Path(path)
+        if self.path.is_dir():
+            raise UserError(f"{self.path} is a folder; --path takes one RDF file (.ttl, .nt, "
+                            f".rdf...)")
+        if not self.path.is_file():
+            raise UserError(f"RDF file {self.path} not found; check --path.")
+        fmt = rdf_format(self.path)
+        self.store = ox.Store()
+        try:
+            parser = ox.parse(path=str(self.path), format=fmt)
+            self.store.extend(parser)
+        except SyntaxError as exc:
+            raise UserError(f"{self.path}: not valid {fmt.name} ({exc}); fix the file.") from None
+        except (OSError, ValueError) as exc:
+            raise UserError(f"cannot read {self.path} as {fmt.name} "
+                            f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+                            ) from None
+        self.prefixes: dict[str, str] = dict(getattr(parser, "prefixes", {}) or {})
+        self.description = {"path": str(self.path), "sha256": file_sha256(self.path),
+                            "format": fmt.name}
+
+    def retrieval_dates(self) -> list[str]:
+        return []
+
+    def select(self, query: str, required: tuple[str, ...] = ()) -> dict:
+        # In process, the engine's answers have the SPARQL shape by construction.
+        import pyoxigraph as ox
+        try:
+            result = self.store.query(query)
+        except SyntaxError as exc:
+            raise UserError(f"query rejected by the RDF engine: {exc}") from None
+        return json.loads(result.serialize(format=ox.QueryResultsFormat.JSON))

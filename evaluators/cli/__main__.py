@@ -1,0 +1,3 @@
+from evaluators.cli.app import main
+
+main()

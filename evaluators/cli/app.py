@@ -1,0 +1,62 @@
+"""The ``factprobe`` console script: parses the command line, runs one command, and turns a
+:class:`~builders.core.errors.UserError` into one line on stderr and exit code 2."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from builders.core.errors import UserError
+from evaluators.cli.outputs import guarded_outputs
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse prints the whole usage before an error; one line says it better."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from evaluators.cli import build as build_cli
+    common = build_cli.common_flags()
+    parser = OneLineParser(
+        prog="factprobe",
+        description="Build factual-knowledge probing datasets from knowledge graphs and probe "
+                    "language models with them.")
+    from builders.core.tables import factprobe_version
+    parser.add_argument("--version", action="version", version=factprobe_version())
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    build_cli.register(sub, common)
+    from evaluators.cli import evaluate as cli_eval
+    cli_eval.register(sub, common)
+    from evaluators.cli import report as report_cli
+    report_cli.register(sub, common)
+    from evaluators.cli import publish as cli_publish
+    cli_publish.register(sub, common)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        with guarded_outputs(args):
+            message = args.run(args)
+    except UserError as exc:
+        print(f"factprobe: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a path the system refuses before any check could (name too long)
+        where = f": {exc.filename}" if exc.filename else ""
+        print(" ".join(f"factprobe: error: {exc.strerror or exc}{where}".split()),
+              file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("factprobe: interrupted; nothing half-written was left behind", file=sys.stderr)
+        return 130
+    if message and not getattr(args, "quiet", False):
+        print(message, file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,259 @@
+"""The ``factprobe build ...`` commands: argparse in, typed config dataclasses out."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from builders.core.argtypes import count, positive, relation_list, seconds
+from builders.core.errors import UserError
+from evaluators.cli.dump_flags import add_dump_flags, dump_options
+
+
+def show_progress(args) -> bool:
+    """Progress bars unless --quiet, and only on a terminal: a captured stderr (a pipeline, a
+    test) then holds nothing but the one line an error is."""
+    return not args.quiet and sys.stderr.isatty()
+
+
+def _network_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("network (wikidata, sparql)")
+    g.add_argument("--contact", help="contact (e-mail or URL) for the User-Agent; default "
+                   "$FACTPROBE_CONTACT")
+    g.add_argument("--cache-dir", help="response cache; default $FACTPROBE_CACHE_DIR or "
+                   "~/.cache/factprobe")
+    g.add_argument("--refresh", action="store_true", help="ignore cached responses")
+    g.add_argument("--timeout", type=seconds, default=65.0, help="seconds per request (65)")
+    g.add_argument("--retries", type=count, default=3,
+                   help="retries after a failure, with backoff 1, 2, 4 s... (3)")
+
+
+def _cache_dir(args) -> str:
+    from builders.core.cache import default_cache_dir
+    return args.cache_dir or str(default_cache_dir())
+
+
+EPILOG_FACTS = """examples:
+  factprobe build facts --source rdf --path data/kg/sample.ttl \\
+      --relations rel:capital,rel:currency --out data/datasets/my-facts
+  factprobe build facts --source wikidata --relations P36,P37 --limit 5000 --out facts/
+  factprobe build facts --source sparql --endpoint http://127.0.0.1:7878/query \\
+      --relations P36 --out facts/
+  factprobe build facts --source trex --path TREx/ --relations all --out trex-facts/
+  factprobe build facts --source csv --path triples.csv --relations all --out csv-facts/
+  factprobe build facts --source wikidata-dump --path latest-all.json.bz2 \\
+      --relations P19,P36,P37 --out wd-facts/
+"""
+
+
+def _add_facts(sub, common) -> None:
+    from builders.datasets.build_facts import SOURCES
+    p = sub.add_parser("facts", parents=[common], help="read facts from a knowledge graph",
+                       epilog=EPILOG_FACTS, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--source", required=True, choices=SOURCES)
+    p.add_argument("--endpoint", help="SPARQL endpoint URL (sparql; overrides wikidata's)")
+    p.add_argument("--path", help="input file or folder (rdf, trex, csv, wikidata-dump)")
+    p.add_argument("--relations", required=True, type=relation_list,
+                   help="comma-separated relation ids (P36, prefix:name, full IRI) or 'all'")
+    p.add_argument("--limit", type=positive, help="at most N facts per relation")
+    p.add_argument("--out", required=True, help="output dataset folder")
+    p.add_argument("--lang", default="en", help="label language (en)")
+    p.add_argument("--page-size", type=positive, default=10_000, help="SPARQL page size")
+    p.add_argument("--date-format", choices=("date", "year"), default="date",
+                   help="how date objects are written: 1879-03-14 or 1879")
+    p.add_argument("--prefix", action="append", metavar="NAME=IRI",
+                   help="a namespace prefix for relation names and ids (repeatable)")
+    p.add_argument("--skip-bad", action="store_true",
+                   help="skip malformed input lines and count them instead of failing")
+    _network_flags(p)
+    add_dump_flags(p)
+    p.set_defaults(run=_run_facts)
+
+
+def _run_facts(args) -> str:
+    from builders.datasets.build_facts import FactsConfig, build_facts
+    from builders.sources.iris import parse_prefix_args
+    cfg = FactsConfig(source=args.source, relations=args.relations, out=args.out,
+                      path=args.path, endpoint=args.endpoint, limit=args.limit, lang=args.lang,
+                      page_size=args.page_size, date_format=args.date_format,
+                      prefixes=parse_prefix_args(args.prefix), skip_bad=args.skip_bad,
+                      contact=args.contact, cache_dir=_cache_dir(args), refresh=args.refresh,
+                      timeout_s=args.timeout, retries=args.retries, progress=show_progress(args),
+                      dump=dump_options(args, _cache_dir(args)))
+    out = build_facts(cfg)
+    return f"wrote {out}"
+
+
+EPILOG_ALIASES = """examples:
+  factprobe build aliases --facts data/datasets/wd-facts --out data/datasets/wd-aliases
+  factprobe build aliases --facts data/datasets/sample-facts --via graph --out aliased/
+"""
+
+
+def _add_aliases(sub, common) -> None:
+    p = sub.add_parser("aliases", parents=[common], help="add other names of subjects and objects",
+                       epilog=EPILOG_ALIASES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--facts", required=True, help="a facts dataset folder")
+    p.add_argument("--out", required=True, help="output dataset folder")
+    p.add_argument("--via", choices=("wikidata", "graph"), default="wikidata",
+                   help="Wikidata's wbgetentities API, or the source graph's skos:altLabel")
+    p.add_argument("--path", help="RDF file to read altLabels from (default: the facts' source)")
+    p.add_argument("--endpoint", help="SPARQL endpoint to read altLabels from")
+    p.add_argument("--api-url", help="Wikibase Action API URL (default: Wikidata's)")
+    p.add_argument("--lang", default="en")
+    _network_flags(p)
+    p.set_defaults(run=_run_aliases)
+
+
+def _run_aliases(args) -> str:
+    from builders.datasets.aliases import AliasConfig, build_aliases
+    cfg = AliasConfig(facts=args.facts, out=args.out, via=args.via, api_url=args.api_url,
+                      path=args.path,
+                      endpoint=args.endpoint, lang=args.lang, contact=args.contact,
+                      cache_dir=_cache_dir(args), refresh=args.refresh, timeout_s=args.timeout,
+                      retries=args.retries, progress=show_progress(args))
+    return f"wrote {build_aliases(cfg)}"
+
+
+EPILOG_MC = """examples:
+  factprobe build mc --facts data/datasets/trex-facts --out data/datasets/trex-mc
+  factprobe build mc --facts facts/ --out mc/ --choices 10 --min-facts 50 --min-objects 20 \\
+      --train 10 --test 40 --seed 1
+"""
+
+
+def _add_mc(sub, common) -> None:
+    p = sub.add_parser("mc", parents=[common], help="T-REx-MC multiple-choice dataset",
+                       epilog=EPILOG_MC, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--facts", required=True, help="a facts dataset folder")
+    p.add_argument("--out", required=True, help="output dataset folder")
+    p.add_argument("--choices", type=positive, default=100,
+                   help="choices per fact, the gold one included (100; at least 2)")
+    p.add_argument("--min-facts", type=count, default=500,
+                   help="keep relations with at least this many facts (500)")
+    p.add_argument("--min-objects", type=count, default=100,
+                   help="... and at least this many distinct objects (100)")
+    p.add_argument("--train", type=count, default=100, help="train rows per relation")
+    p.add_argument("--test", type=positive, default=400, help="test rows per relation")
+    p.add_argument("--seed", type=count, default=0)
+    p.add_argument("--exclude-relations", default="",
+                   help="comma-separated relations to leave out (ambiguous objects)")
+    p.add_argument("--strip-suffix", action="append", metavar="SUFFIX",
+                   help="map 'X SUFFIX' to 'X' when both are objects of a relation "
+                        "(default: ' language'; pass '' to disable)")
+    p.set_defaults(run=_run_mc)
+
+
+def _run_mc(args) -> str:
+    from builders.datasets.mc import MCConfig, build_mc
+    suffixes = (" language",) if args.strip_suffix is None else tuple(
+        s for s in args.strip_suffix if s)
+    cfg = MCConfig(facts=args.facts, out=args.out, choices=args.choices,
+                   min_facts=args.min_facts, min_objects=args.min_objects, train=args.train,
+                   test=args.test, seed=args.seed,
+                   exclude_relations=tuple(x.strip() for x in args.exclude_relations.split(",")
+                                           if x.strip()),
+                   strip_suffixes=suffixes, progress=show_progress(args))
+    return f"wrote {build_mc(cfg)}"
+
+
+EPILOG_NOBEL = """examples:
+  factprobe build nobel --out data/datasets/nobel                      # Wikidata
+  factprobe build nobel --endpoint http://127.0.0.1:7878/query --out nobel/
+  factprobe build nobel --source wikidata-dump --path latest-all.json.bz2 --out nobel/
+  factprobe build nobel --source rdf --path data/kg/sample.ttl \\
+      --award-statement st:awardReceived --award-value sv:awardReceived \\
+      --award-time qual:pointInTime --birth-property rel:birthYear \\
+      --gender-property rel:sexOrGender --nobel-class ent:nobel_prize \\
+      --instance-of rel:instanceOf --subclass-of rel:subclassOf --out nobel/
+"""
+
+
+def _add_nobel(sub, common) -> None:
+    from builders.datasets.nobel import NobelModel
+    d = NobelModel()
+    p = sub.add_parser("nobel", parents=[common], help="Nobel laureates and their birth years",
+                       epilog=EPILOG_NOBEL, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--source", choices=("wikidata", "sparql", "rdf", "wikidata-dump"),
+                   help="default: sparql when --endpoint is given, rdf with --path (wikidata-dump "
+                        "when it is a compressed or JSON dump), else wikidata")
+    p.add_argument("--endpoint", help="SPARQL endpoint URL")
+    p.add_argument("--path", help="RDF file, or Wikidata's JSON dump with wikidata-dump")
+    p.add_argument("--out", required=True)
+    p.add_argument("--max-year", type=int, default=2022, help="last award year (2022)")
+    p.add_argument("--lang", default="en")
+    p.add_argument("--prefix", action="append", metavar="NAME=IRI")
+    m = p.add_argument_group("the graph's model (Wikidata's by default)")
+    for flag, attr in (("--award-statement", "award_statement"), ("--award-value", "award_value"),
+                       ("--award-time", "award_time"), ("--birth-property", "birth"),
+                       ("--gender-property", "gender"), ("--nobel-class", "nobel_class"),
+                       ("--instance-of", "instance_of"), ("--subclass-of", "subclass_of")):
+        m.add_argument(flag, dest=attr, default=getattr(d, attr),
+                       help=f"default {getattr(d, attr)}")
+    p.add_argument("--skip-bad", action="store_true",
+                   help="wikidata-dump: skip and count malformed lines instead of failing")
+    _network_flags(p)
+    add_dump_flags(p)
+    p.set_defaults(run=_run_nobel)
+
+
+def _run_nobel(args) -> str:
+    from builders.core.retry import RetryPolicy
+    from builders.datasets.nobel import NobelConfig, NobelModel, build_nobel
+    from builders.sources.iris import WELL_KNOWN, parse_prefix_args
+    from builders.sources.sparql import WIKIDATA_ENDPOINT, HttpEndpoint, LocalGraph
+    source = args.source or ("sparql" if args.endpoint else "rdf" if args.path else "wikidata")
+    if not args.source and args.path:
+        from builders.sources.wikidata_dump.stream import is_dump_path
+        source = "wikidata-dump" if is_dump_path(args.path) else source
+    reads_path = source in ("rdf", "wikidata-dump")
+    if reads_path and args.endpoint or not reads_path and args.path:
+        raise UserError(f"--source {source} reads {'--path' if reads_path else '--endpoint'}"
+                        f"; drop {'--endpoint' if reads_path else '--path'}")
+    user_prefixes = parse_prefix_args(args.prefix)
+    model = NobelModel(**{k: getattr(args, k) for k in NobelModel.__dataclass_fields__})
+    cfg = NobelConfig(out=args.out, model=model, max_year=args.max_year, lang=args.lang,
+                      progress=show_progress(args))
+    if source == "wikidata-dump":
+        from builders.sources.wikidata_dump.to_nobel import nobel_from_dump
+        if not args.path:
+            raise UserError("--source wikidata-dump needs --path latest-all.json.bz2")
+        out = nobel_from_dump(args.path, cfg, dump_options(args, _cache_dir(args)),
+                              skip_bad=args.skip_bad)
+        return f"wrote {out}"
+    if source == "rdf":
+        if not args.path:
+            raise UserError("--source rdf needs --path FILE")
+        endpoint = LocalGraph(args.path)
+        prefixes = {**WELL_KNOWN, **endpoint.prefixes, **user_prefixes}
+        tag = f"rdf:{Path(args.path).name}"
+    else:
+        url = args.endpoint or (WIKIDATA_ENDPOINT if source == "wikidata" else None)
+        if not url:
+            raise UserError("--source sparql needs --endpoint URL")
+        endpoint = HttpEndpoint(url, cache_dir=_cache_dir(args), contact=args.contact,
+                                timeout_s=args.timeout, policy=RetryPolicy(retries=args.retries),
+                                refresh=args.refresh)
+        prefixes = {**WELL_KNOWN, **user_prefixes}
+        tag = "wikidata" if source == "wikidata" else f"sparql:{url}"
+    return f"wrote {build_nobel(endpoint, cfg, prefixes, tag)}"
+
+
+def common_flags() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--quiet", action="store_true", help="no progress bars or messages")
+    common.add_argument("--force", action="store_true",
+                        help="replace a factprobe output of another kind at --out, or one "
+                             "holding files factprobe did not write (those are kept)")
+    return common
+
+
+def register(subparsers, common: argparse.ArgumentParser) -> None:
+    build = subparsers.add_parser("build", help="build datasets from knowledge graphs")
+    sub = build.add_subparsers(dest="what", required=True, metavar="WHAT")
+    _add_facts(sub, common)
+    _add_aliases(sub, common)
+    _add_mc(sub, common)
+    _add_nobel(sub, common)
+    from evaluators.cli import templates as cli_templates  # templates, misprimes, multiprompt, fktc
+    cli_templates.add_commands(sub, common)

@@ -1,0 +1,61 @@
+"""What a parsed command writes and reads, for ``--out`` ownership (:mod:`builders.core.outdir`).
+
+The output folder is checked once here, before any work, so a bad ``--out`` costs nothing
+and no command forgets the check; the writers check it again just before their swap. The
+command's inputs are recorded so that no ``--out`` (even with ``--force``) replaces one.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from argparse import Namespace
+from pathlib import Path
+from typing import Iterator
+
+from builders.core.errors import UserError
+from builders.core.outdir import out_policy, prepare
+
+# Flags that name something a command reads.
+INPUT_FLAGS = ("facts", "dataset", "path", "templates", "templates_dir", "types", "import_dir",
+               "model", "results", "review_in", "planted", "cache_dir")
+# build WHAT -> the dataset kind it writes; ``aliases`` keeps its input's kind (checked when
+# it writes).
+DATASET_KIND = {"facts": "facts", "mc": "mc", "nobel": "nobel", "templates": "templates",
+                "misprimes": "misprimes", "multiprompt": "multiprompt", "fktc": "fktc"}
+
+
+def target(args: Namespace) -> tuple[str, str, str | None, str] | None:
+    """(path, output kind, dataset kind, flag) of the folder the command writes; None when it
+    writes none (publish without --dry-run)."""
+    command = getattr(args, "command", None)
+    if command == "build":
+        return args.out, "dataset", DATASET_KIND.get(args.what), "--out"
+    if command in ("eval", "plant", "report"):
+        kind = {"eval": "run", "plant": "model", "report": "report"}[command]
+        return args.out, kind, None, "--out"
+    if command == "publish" and args.dry_run is not None:
+        return args.dry_run, "publish", None, "--dry-run"
+    return None
+
+
+def inputs(args: Namespace) -> list[str]:
+    out = []
+    for flag in INPUT_FLAGS:
+        value = getattr(args, flag, None)
+        out.extend(value if isinstance(value, (list, tuple)) else [value] if value else [])
+    return [str(v) for v in out if str(v).strip()]
+
+
+@contextlib.contextmanager
+def guarded_outputs(args: Namespace) -> Iterator[None]:
+    with out_policy(force=getattr(args, "force", False), inputs=inputs(args)):
+        spec = target(args)
+        if spec is not None:
+            out, kind, subkind, flag = spec
+            path = prepare(out, kind, subkind, flag=flag)
+            if kind == "run":
+                partial = path.with_name(f".{path.name}.partial")
+                if os.path.lexists(partial) and (partial.is_symlink() or not partial.is_dir()):
+                    raise UserError(f"--out {out}: {Path(partial)} (its resume checkpoint) is "
+                                    f"not a folder; move it away")
+        yield

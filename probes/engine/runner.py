@@ -1,0 +1,253 @@
+"""``factprobe eval``: dataset -> probe plan -> backend -> outputs.parquet, prompts.parquet,
+run.json, metrics.json.
+
+Work is cut into chunks (one group of requests sharing a prefix, at most ``CHUNK`` requests);
+each finished chunk is written to a checkpoint folder beside the output (:mod:`.checkpoints`),
+so a killed run resumes where it stopped without redoing or duplicating anything, and only
+with the very model that computed the chunks. The final files appear only when everything is
+done, in one rename.
+"""
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import time
+from dataclasses import asdict, dataclass, is_dataclass
+from importlib import metadata
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+from tqdm import tqdm
+
+from builders.core.errors import UserError
+from builders.core.outdir import atomic_folder, stamp
+from builders.core.tables import dumps_json, file_sha256, read_manifest, write_parquet
+from probes.backends import BackendConfig
+from probes.engine.checkpoints import Checkpoints, ChunkStats
+from probes.engine.outputs import generate_rows, mask_rows, request_text, score_rows
+from probes.plan import Plan, Stage
+from probes.requests import prompt_id
+
+CHUNK = 256
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    method: str
+    dataset: str
+    out: str
+    relations: tuple[str, ...] | None = None
+    limit: int | None = None        # test facts per relation
+    dry_run: bool = False
+    progress: bool = True
+    too_long: str = "error"         # error | skip | truncate: prompts longer than the model's context
+
+
+def _length(backend, req) -> int:
+    if hasattr(req, "context"):
+        if req.continuation_ids:
+            return len(backend.encode(req.context)) + max(len(c) for c in req.continuation_ids)
+        pairs = [backend.encode_pair(req.context, c) for c in req.continuations] or \
+            [(backend.encode(req.context), [])]
+        return max(len(a) + len(b) for a, b in pairs)
+    if hasattr(req, "prompt") and hasattr(req, "max_new_tokens"):
+        return len(backend.encode(req.prompt)) + req.max_new_tokens
+    return 0
+
+
+def fit_to_context(requests: list, backend, policy: str, shorten, counts: dict) -> list:
+    """Apply the --too-long policy to requests longer than the model's context."""
+    limit = getattr(backend, "max_length", None)
+    if limit is None or policy == "error":
+        return requests  # the backend raises a clear error on the first one
+    out = []
+    for r in requests:
+        while r is not None and _length(backend, r) > limit:
+            r = shorten(r) if policy == "truncate" and shorten else None
+            if r is not None:
+                counts["truncated_examples"] = counts.get("truncated_examples", 0) + 1
+        if r is None:
+            counts["skipped_too_long"] = counts.get("skipped_too_long", 0) + 1
+        else:
+            out.append(r)
+    return out
+
+
+def _versions() -> dict:
+    out = {"python": platform.python_version()}
+    for pkg in ("factprobe", "torch", "transformers", "numpy", "pyarrow"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _chunks(stage: Stage, requests: list) -> list[list]:
+    groups: dict[str, list] = {}
+    for r in requests:
+        groups.setdefault(getattr(r, "group", ""), []).append(r)
+    out = []
+    for members in groups.values():
+        out.extend(members[i:i + CHUNK] for i in range(0, len(members), CHUNK))
+    return out
+
+
+def _run_chunk(backend, stage: Stage, chunk: list, bar) -> list[dict]:
+    if stage.kind == "score":
+        return score_rows(stage.name, chunk, backend.score(chunk, progress=bar))
+    if stage.kind == "generate":
+        return generate_rows(stage.name, chunk, backend.generate(chunk, progress=bar))
+    if stage.kind == "fill_mask":
+        return mask_rows(stage.name, chunk, backend.fill_mask(chunk, progress=bar))
+    raise ValueError(stage.kind)
+
+
+def execute(plan: Plan, backend, checkpoints: Checkpoints, progress: bool,
+            too_long: str = "error", counts: dict | None = None
+            ) -> tuple[pd.DataFrame, dict]:
+    """Run every stage, resuming from ``checkpoints``; returns (outputs, prompts)."""
+    counts = {} if counts is None else counts
+    frames: list[pd.DataFrame] = []
+    prompts: dict[str, str] = {}
+    for stage in plan.stages:
+        checkpoints.begin_stage(stage.name)
+        requests = stage.requests
+        if stage.build is not None:
+            requests = stage.build(pd.concat(frames, ignore_index=True) if frames
+                                   else pd.DataFrame())
+        requests = fit_to_context(requests, backend, too_long, plan.shorten, counts)
+        for r in requests:
+            text = request_text(r)
+            prompts[prompt_id(text)] = text
+        # Bars only on a terminal: piped or logged, stderr stays the one line of an error.
+        with tqdm(total=len(requests), desc=f"{plan.method} {stage.name}", unit="req",
+                  disable=not progress or not sys.stderr.isatty()) as bar:
+            for i, chunk in enumerate(_chunks(stage, requests)):
+                path = checkpoints.path(stage.name, i, chunk)
+                frame = checkpoints.load(stage.name, path)
+                if frame is None:
+                    tokens, full = backend.tokens_computed, backend.tokens_full
+                    start = time.perf_counter()
+                    rows = _run_chunk(backend, stage, chunk, bar)
+                    stats = ChunkStats(backend.tokens_computed - tokens,
+                                       backend.tokens_full - full,
+                                       round(time.perf_counter() - start, 3))
+                    frame = checkpoints.save(stage.name, path, rows, stats)
+                else:
+                    bar.update(len(chunk))
+                frames.append(frame)
+    outputs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return outputs, prompts
+
+
+def _sorted(outputs: pd.DataFrame) -> pd.DataFrame:
+    keys = [k for k in ("stage", "relation_id", "fact_id", "seed", "n_examples", "position",
+                        "prompt_id", "option", "sample") if k in outputs.columns]
+    return outputs.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
+
+
+def write_run(out: Path, outputs: pd.DataFrame, prompts: dict, run: dict, metrics: dict) -> Path:
+    with atomic_folder(out, "run") as tmp:
+        write_parquet(pa.Table.from_pandas(_sorted(outputs), preserve_index=False),
+                      tmp / "outputs.parquet")
+        ptable = pa.table({"prompt_id": sorted(prompts),
+                           "text": [prompts[k] for k in sorted(prompts)]})
+        write_parquet(ptable, tmp / "prompts.parquet")
+        (tmp / "metrics.json").write_text(dumps_json(metrics), encoding="utf-8")
+        (tmp / "run.json").write_text(dumps_json(stamp(run, tmp, "run")), encoding="utf-8")
+    return out
+
+
+def _config_dict(obj) -> dict:
+    return asdict(obj) if is_dataclass(obj) else dict(obj)
+
+
+def checkpoint_folder(out: Path) -> Path:
+    return out.with_name(f".{out.name}.partial")
+
+
+def run_eval(cfg: EvalConfig, backend_cfg: BackendConfig, plan: Plan, method_cfg,
+             dataset_info: dict, *, masked: bool = False, metrics_fn=None) -> Path | None:
+    """Execute ``plan`` with the model of ``backend_cfg`` and write the run folder."""
+    if plan.size() == 0:
+        # Loading a model only to find there is nothing to ask it costs minutes for nothing.
+        raise UserError(f"nothing to evaluate: {plan.empty_reason()}")
+    if cfg.dry_run:
+        for line in plan.first_prompts(3):
+            print(line)
+        print(f"{plan.size()} requests in {len(plan.stages)} stage(s); nothing was run "
+              f"(--dry-run)")
+        return None
+    start = time.perf_counter()
+    from probes.backends import load_backend
+    from probes.backends.identity import model_identity
+    backend = load_backend(backend_cfg, masked=masked)
+    out = Path(cfg.out)
+    checkpoints = Checkpoints(checkpoint_folder(out),
+                              model_identity(backend_cfg, backend, masked=masked), start)
+    why = checkpoints.open()
+    if why:
+        print(f"factprobe: {why}; starting over", file=sys.stderr)
+    counts: dict = {}
+    try:
+        outputs, prompts = execute(plan, backend, checkpoints, cfg.progress, cfg.too_long,
+                                   counts)
+        metrics = metrics_fn(outputs) if metrics_fn is not None else {}
+    except UserError:
+        checkpoints.abandon()
+        raise
+    model_cfg = backend.model.config
+    run = {
+        "method": plan.method,
+        "method_config": _config_dict(method_cfg),
+        "eval": asdict(cfg) | {"out": out.name},
+        "backend": asdict(backend_cfg),
+        "model": {"name": backend_cfg.model, "type": model_cfg.model_type,
+                  "revision": backend_cfg.revision or getattr(model_cfg, "_commit_hash", None),
+                  "parameters": int(sum(p.numel() for p in backend.model.parameters())),
+                  "device": backend.device, "dtype": str(next(backend.model.parameters()).dtype),
+                  "identity": checkpoints.digest},
+        "dataset": dataset_info,
+        "plan": plan.info | {"too_long": counts},
+        "versions": _versions(),
+        "timings_s": checkpoints.timings(),
+        "tokens": checkpoints.tokens(),
+        "sessions": checkpoints.session_info(),
+        "rows": len(outputs),
+    }
+    write_run(out, outputs, prompts, run, metrics)
+    checkpoints.remove()
+    return out
+
+
+def dataset_info(folder: Path) -> dict:
+    manifest = read_manifest(folder)
+    return {"path": str(folder), "name": manifest.get("name"), "kind": manifest.get("kind"),
+            "facts_sha256": file_sha256(folder / "facts.parquet")}
+
+
+def select_facts(facts: pd.DataFrame, relations: tuple[str, ...] | None, limit: int | None
+                 ) -> pd.DataFrame:
+    """Keep the asked relations and at most ``limit`` test facts per relation (train rows stay:
+    they are the examples)."""
+    if relations:
+        present = set(facts["relation_id"])
+        missing = [r for r in relations if r not in present]
+        if missing:
+            raise UserError(f"relation(s) {', '.join(missing)} not in the dataset; it has: "
+                            f"{', '.join(sorted(present))}")
+        facts = facts[facts["relation_id"].isin(relations)]
+    if limit is not None:
+        is_test = facts["split"] == "test" if "split" in facts.columns and \
+            (facts["split"] != "").any() else pd.Series(True, index=facts.index)
+        rank = facts[is_test].groupby("relation_id").cumcount()
+        keep_test = rank[rank < limit].index
+        facts = facts[~is_test | facts.index.isin(keep_test)]
+    return facts.reset_index(drop=True)
+
+
+def json_safe(obj):
+    return json.loads(json.dumps(obj, default=str))

@@ -1,0 +1,68 @@
+"""BELIEF for masked LMs (Zhao et al.): every prompt of every subject-relation pair, the
+object replaced by the mask, plus content-free prompts for the bias level.
+
+For the pair (France, capital) and the template "The capital of [X] is [Y]."::
+
+    "The capital of France is [MASK]."          (and the same with each alias of France)
+    content-free: "The capital of N/A is [MASK]."  candidates: the relation's objects
+
+The backend returns the top-k tokens at the mask and the probability of each candidate that
+is a single token of the model's vocabulary; objects that are not are counted and skipped by
+the metrics, as in the paper.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from builders.templates.files import Template, fill
+from probes.backends.hf_masked import MASK
+from probes.methods.multiprompt_in import pairs_of, usable_templates
+from probes.plan import Plan, Stage
+from probes.requests import MaskRequest
+
+
+@dataclass(frozen=True)
+class BeliefConfig:
+    top_k: int = 10
+    styles: tuple[str, ...] = ("statement", "question")
+    content_free: tuple[str, ...] = ("N/A", "", "?")
+    max_names: int | None = None      # subject names per pair (label first)
+
+
+def masked(template: str, subject: str) -> str:
+    """
+    >>> masked("The capital of [X] is [Y].", "France")
+    'The capital of France is [MASK].'
+    """
+    return fill(template, subject).replace("[Y]", MASK)
+
+
+def plan(facts: pd.DataFrame, templates: list[Template], cfg: BeliefConfig) -> Plan:
+    by_rel = usable_templates(templates, cfg.styles)
+    main, free = [], []
+    pairs = pairs_of(facts, cfg.max_names)
+    skipped = sorted({p.relation_id for p in pairs} - set(by_rel))
+    for p in pairs:
+        for t in by_rel.get(p.relation_id, []):
+            for name in p.subject_names:
+                main.append(MaskRequest(masked(t.template, name), cfg.top_k, p.gold_names, meta={
+                    "fact_id": p.fact_id, "relation_id": p.relation_id,
+                    "subject_id": p.subject_id, "template_id": t.template_id,
+                    "subject_name": name, "gold": p.gold, "gold_names": list(p.gold_names)}))
+    objects = facts.groupby("relation_id")["object"].apply(lambda s: sorted(set(s))).to_dict()
+    for rel, tpls in sorted(by_rel.items()):
+        if rel not in objects:
+            continue
+        for t in tpls:
+            for cf in cfg.content_free:
+                free.append(MaskRequest(masked(t.template, cf), cfg.top_k,
+                                        tuple(objects[rel]), meta={
+                                            "relation_id": rel, "template_id": t.template_id,
+                                            "content_free": cf, "candidates": objects[rel]}))
+    return Plan("belief", [Stage("prompts", "fill_mask", main),
+                           Stage("content_free", "fill_mask", free)],
+                {"pairs": len(pairs), "relations_without_templates": skipped},
+                skipped={r: "no statement or question template with one [X] and one [Y]"
+                         for r in skipped})

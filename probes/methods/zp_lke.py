@@ -1,0 +1,205 @@
+"""ZP-LKE: zero-prompt, many-shot latent knowledge estimation (Wu et al., WSDM 2025).
+
+No relation words: the model sees n subject-object pairs of one relation, then the test
+subject, and must continue with the object. With the defaults, for a test fact of relation
+"year of birth"::
+
+    context:      "Aage Bohr 1922, Max Born 1882, ..., Albert Einstein"
+    continuation: " 1879"            (the subject-object separator belongs to the option)
+
+Multiple choice scores every choice as a continuation; the response test lets the model write
+``response_tokens`` tokens after the same context. The ``compat`` preset formats like the
+authors' code: ``"x1 : y1 , x2 : y2 x : "`` with the option ``" : y"``.
+"""
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from builders.core.errors import UserError
+from probes.plan import Plan, Stage
+from probes.requests import GenerateRequest, ScoreRequest
+
+
+@dataclass(frozen=True)
+class ZPLKEConfig:
+    n_examples: tuple[int, ...] = (50,)
+    seeds: tuple[int, ...] = (0,)
+    sep_so: str = " "                 # between a subject and its object
+    sep_pair: str = ", "              # between pairs
+    compat: bool = False              # the authors' code's format and sampling
+    response_tokens: int = 10         # greedy tokens for the response test; 0 = off
+    corrupt: str = ""                 # "" | unknown | incorrect: examples replaced
+    corrupt_count: int = 0
+    corrupt_layout: str = "spread"    # spread | block
+    positions: int = 0                # > 0: one sequence of that many pairs per relation
+
+
+def _rng(seed: int, *parts: str) -> np.random.Generator:
+    return np.random.default_rng([seed] + [zlib.crc32(p.encode("utf-8")) for p in parts])
+
+
+_SYLLABLES = ["ka", "lo", "mer", "vin", "dra", "sel", "tor", "ba", "qui", "nes", "ro", "zel",
+              "fa", "du", "ren", "mo", "li", "ska", "vor", "tan"]
+
+
+def fictitious_name(rng: np.random.Generator) -> str:
+    """A made-up two-part name, for examples the model cannot know.
+
+    >>> fictitious_name(np.random.default_rng(0))
+    'Skafaro Seltor'
+    """
+    def word(k: int) -> str:
+        return "".join(_SYLLABLES[i] for i in rng.integers(0, len(_SYLLABLES), size=k)).title()
+    return f"{word(3)} {word(2)}"
+
+
+def _corrupt(examples: list[tuple[str, str]], cfg: ZPLKEConfig, pool: list[str],
+             answers: dict[str, set], rng: np.random.Generator) -> tuple[list, list[bool]]:
+    """Replace ``corrupt_count`` examples by unknown (made-up subject) or incorrect (wrong
+    object) ones, spread at random positions or as one block."""
+    n = len(examples)
+    k = min(cfg.corrupt_count, n)
+    flags = [False] * n
+    if not cfg.corrupt or k == 0:
+        return examples, flags
+    if cfg.corrupt_layout == "block":
+        start = int(rng.integers(0, n - k + 1))
+        where = list(range(start, start + k))
+    else:
+        where = sorted(rng.choice(n, size=k, replace=False).tolist())
+    out = list(examples)
+    for i in where:
+        x, y = out[i]
+        if cfg.corrupt == "unknown":
+            out[i] = (fictitious_name(rng), pool[int(rng.integers(len(pool)))])
+        else:
+            wrong = [o for o in pool if o not in answers.get(x, {y})]
+            out[i] = (x, wrong[int(rng.integers(len(wrong)))])
+        flags[i] = True
+    return out, flags
+
+
+def _context(examples: list[tuple[str, str]], subject: str, cfg: ZPLKEConfig) -> str:
+    if cfg.compat:
+        body = " , ".join(f"{x} : {y}" for x, y in examples)
+        return f"{body} {subject} : " if body else f"{subject} : "
+    pairs = [f"{x}{cfg.sep_so}{y}" for x, y in examples]
+    return cfg.sep_pair.join(pairs + [subject])
+
+
+def _option(text: str, cfg: ZPLKEConfig) -> str:
+    return f" : {text}" if cfg.compat else f"{cfg.sep_so}{text}"
+
+
+def _examples(train: pd.DataFrame, n: int, seed: int, relation: str, cfg: ZPLKEConfig,
+              flag: str = "--examples") -> list[tuple[str, str]]:
+    if n > len(train):
+        raise UserError(f"relation {relation} has {len(train)} train facts, fewer than the "
+                        f"{n} examples asked for; lower {flag}")
+    if cfg.compat:
+        # pandas' sample with random_state=10, as in the authors' code
+        picked = train.sample(n=n, random_state=10)
+    else:
+        picked = train.iloc[_rng(seed, relation, "examples").permutation(len(train))[:n]]
+    return list(zip(picked["subject"], picked["object"]))
+
+
+def choices_of(row, pool: list[str]) -> list[str]:
+    if "choices" in row.index and row["choices"] is not None and len(row["choices"]):
+        return list(row["choices"])
+    return pool
+
+
+def plan(facts: pd.DataFrame, cfg: ZPLKEConfig) -> Plan:
+    """Requests for every test fact, seed and example count."""
+    if cfg.compat and cfg.seeds != (0,):
+        raise UserError("--compat samples examples with the authors' fixed random_state; "
+                        "--seeds does not apply")
+    mc, gen, pos = [], [], []
+    skipped: dict[str, str] = {}
+    has_split = "split" in facts.columns and (facts["split"] != "").any()
+    for relation in sorted(facts["relation_id"].unique()):
+        rel_facts = facts[facts["relation_id"] == relation]
+        train = rel_facts[rel_facts["split"] == "train"] if has_split else rel_facts
+        pool = sorted(rel_facts["object"].unique())
+        answers = {s: set(a) for s, a in zip(rel_facts["subject"], rel_facts["answers"])}
+        for seed in cfg.seeds:
+            for n in cfg.n_examples:
+                base = _examples(train, n, seed, relation, cfg)
+                if has_split:
+                    test = rel_facts[rel_facts["split"] == "test"]
+                else:  # no split (the Nobel dataset): test every fact not used as an example
+                    test = rel_facts[~rel_facts["subject"].isin({x for x, _ in base})]
+                examples, flags = _corrupt(base, cfg, pool, answers,
+                                           _rng(seed, relation, "corrupt"))
+                group = f"{relation}|{seed}|{n}"
+                meta = {"seed": seed, "n_examples": n, "corrupted": int(sum(flags))}
+                for row in test.itertuples(index=False):
+                    row_s = pd.Series(row._asdict())
+                    shots = [e for e in examples if e[0] != row.subject][:n]
+                    context = _context(shots, row.subject, cfg)
+                    options = choices_of(row_s, pool)
+                    fmeta = {"fact_id": row.fact_id, "relation_id": relation,
+                             "gold": row.object, **meta}
+                    mc.append(ScoreRequest(
+                        context, tuple(_option(o, cfg) for o in options), group=group,
+                        meta=fmeta,
+                        option_meta=tuple({"option": k, "option_text": _option(o, cfg),
+                                           "is_gold": o == row.object}
+                                          for k, o in enumerate(options))))
+                    if cfg.response_tokens:
+                        gen.append(GenerateRequest(context, cfg.response_tokens, group=group,
+                                                   meta=fmeta))
+        if cfg.positions:
+            pos.extend(_position_requests(rel_facts, relation, cfg, pool, answers))
+        if not any(r.meta["relation_id"] == relation for r in mc[-1:] + pos[-1:]):
+            skipped[relation] = "no test facts"
+    stages = [Stage("mc", "score", mc)]
+    if gen:
+        stages.append(Stage("response", "generate", gen))
+    if pos:
+        stages.append(Stage("position", "score", pos))
+    return Plan("zp-lke", stages, {"requests_per_stage": {st.name: len(st.requests)
+                                                          for st in stages}},
+                shorten=lambda r: drop_first_example(r, " , " if cfg.compat else cfg.sep_pair),
+                skipped=skipped)
+
+
+def drop_first_example(request, sep: str):
+    """The request with its first in-context example removed, or None if it has none.
+
+    >>> from probes.requests import ScoreRequest
+    >>> drop_first_example(ScoreRequest("a 1, b 2, c", (" 3",)), ", ").context
+    'b 2, c'
+    """
+    import dataclasses
+    text = request.context if hasattr(request, "context") else request.prompt
+    head, found, rest = text.partition(sep)
+    if not found or not rest:
+        return None
+    field = "context" if hasattr(request, "context") else "prompt"
+    return dataclasses.replace(request, **{field: rest})
+
+
+def _position_requests(rel_facts, relation, cfg, pool, answers) -> list[ScoreRequest]:
+    """One long sequence of ``positions`` pairs; the object probability at every position."""
+    seed = cfg.seeds[0]
+    order = _rng(seed, relation, "positions").permutation(len(rel_facts))[:cfg.positions]
+    picked = rel_facts.iloc[order]
+    pairs = list(zip(picked["subject"], picked["object"]))
+    pairs, flags = _corrupt(pairs, cfg, pool, answers, _rng(seed, relation, "corrupt-pos"))
+    out = []
+    for i, (x, y) in enumerate(pairs):
+        context = _context(pairs[:i], x, cfg)
+        out.append(ScoreRequest(context, (_option(y, cfg),), group=f"{relation}|positions",
+                                meta={"fact_id": picked.iloc[i]["fact_id"],
+                                      "relation_id": relation, "seed": seed, "position": i,
+                                      "gold": y,
+                                      "corrupted": int(flags[i])},
+                                option_meta=({"option": 0, "option_text": _option(y, cfg),
+                                              "is_gold": not flags[i]},)))
+    return out

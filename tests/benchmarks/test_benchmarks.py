@@ -1,0 +1,80 @@
+"""The benchmark scripts run end to end at toy sizes, and their correctness checks hold.
+
+The benchmarks compare factprobe with lm-evaluation-harness and with plain transformers
+loops; the figures in docs/benchmarks.md are only worth something if those comparisons score
+the same pairs the same way. These runs are far too small to time anything: they guard the
+scripts against rot and assert the equalities the published figures rest on.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY_MODEL = ["--layers", "1", "--width", "32", "--tokenizer-vocab", "400", "--vocab", "512",
+              "--threads", "1"]
+
+
+def run_script(name: str, *args: str, tmp_path: Path) -> str:
+    """Run one benchmark script; the text of what it wrote to --json."""
+    out = tmp_path / f"{name}.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / name), *args,
+                           "--json", str(out)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out.read_text()
+
+
+@pytest.mark.slow
+def test_zp_lke_benchmark_scores_equal_lm_eval_and_plain(tmp_path):
+    pytest.importorskip("lm_eval")
+    res = json.loads(run_script(
+        "bench_zp_lke.py", "--relations", "2", "--facts", "2", "--choices", "6", "--examples",
+        "4", "--plain-facts", "0", *TINY_MODEL, tmp_path=tmp_path))
+    assert res["pairs"] == 2 * 2 * 6
+    assert res["lm_eval"]["max_abs_diff_vs_factprobe"] < 1e-4
+    assert res["plain"]["max_abs_diff_vs_factprobe"] < 1e-4
+    assert res["factprobe_eval_cli"]["max_abs_diff_vs_score"] < 1e-4
+    fp = res["factprobe"]
+    # the shared prefix is computed once per relation, not once per option
+    assert fp["tokens_computed"] <= fp["tokens_bound"] < fp["tokens_full_sequence"]
+    assert res["lm_eval"]["tokens_computed"] > fp["tokens_computed"]
+
+
+@pytest.mark.slow
+def test_generate_benchmark_matches_transformers_and_lm_eval(tmp_path):
+    pytest.importorskip("lm_eval")
+    res = json.loads(run_script(
+        "bench_generate.py", "--greedy-prompts", "3", "--sample-prompts", "1", "--samples", "3",
+        "--monitor-facts", "2", *TINY_MODEL, tmp_path=tmp_path))
+    greedy = res["belief_icl_greedy"]
+    assert greedy["same_tokens_as_plain"] == 1.0
+    assert greedy["same_text_as_lm_eval"] == 1.0
+    monitor = res["monitor_teacher_forced"]
+    assert monitor["prompts"] == 2 * 13
+    assert monitor["max_abs_diff_vs_lm_eval"] < 1e-4
+    assert monitor["max_abs_diff_vs_plain"] < 1e-4
+    assert res["belief_icl_samples"]["samples"] == 3
+
+
+@pytest.mark.slow
+def test_build_benchmarks_run_on_a_small_graph(tmp_path):
+    text = run_script("bench_build_facts.py", "--facts", "3000", "--relations", "6", "--work",
+                      str(tmp_path), tmp_path=tmp_path)
+    rows = [json.loads(line) for line in text.splitlines()]
+    assert [r["benchmark"] for r in rows] == ["build facts --source trex",
+                                             "build facts --source csv"]
+    # both layouts hold the same triples, so both builds keep the same facts
+    assert rows[0]["facts"] == rows[1]["facts"] > 0
+    assert all(r["peak_rss_mb"] > 0 for r in rows)
+
+
+@pytest.mark.slow
+def test_build_mc_benchmark_runs(tmp_path):
+    row = json.loads(run_script("bench_build_mc.py", "--facts", "20000", "--relations", "4",
+                                "--work", str(tmp_path), tmp_path=tmp_path))
+    assert row["facts"] == 20000 and row["relations_kept"] >= 1 and row["rows"] > 0

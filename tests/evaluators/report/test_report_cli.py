@@ -1,0 +1,211 @@
+"""``factprobe report`` end to end: bad input (exit 2, one line), byte-identical reruns, the
+figures and DVC plot data, and metrics.json of ``factprobe eval`` recomputed exactly."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.evaluators import synth
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "evaluators.cli.app", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+
+
+def assert_user_error(proc, *needles):
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+@pytest.fixture
+def mc_run(tmp_path):
+    rng = np.random.default_rng(5)
+    table = synth.mc_outputs(rng, relations=2, seeds=(0,), ns=(3,))
+    return tmp_path, table
+
+
+def test_runs_from_different_builds_of_a_dataset(mc_run):
+    tmp, table = mc_run
+    synth.write_run(tmp / "r" / "a", "zp-lke", table, dataset="mc", sha="one")
+    synth.write_run(tmp / "r" / "b", "zp-lke", table, dataset="mc", sha="two")
+    assert_user_error(cli("report", "--results", str(tmp / "r"), "--out", str(tmp / "o")),
+                      "different builds of dataset 'mc'")
+    assert not (tmp / "o").exists()
+
+
+def test_question_without_a_gold(mc_run):
+    tmp, table = mc_run
+    bad = table.copy()
+    first = bad[bad["stage"] == "mc"]["fact_id"].iloc[0]
+    bad.loc[(bad["fact_id"] == first) & (bad["stage"] == "mc"), "is_gold"] = False
+    synth.write_run(tmp / "r" / "a", "zp-lke", bad)
+    assert_user_error(cli("report", "--results", str(tmp / "r"), "--out", str(tmp / "o")),
+                      "0 gold options")
+
+
+def test_missing_rows_and_missing_facts(mc_run):
+    tmp, table = mc_run
+    fid = table["fact_id"].iloc[0]
+    no_response = table[~((table["stage"] == "response") & (table["fact_id"] == fid))]
+    synth.write_run(tmp / "r1" / "a", "zp-lke", no_response)
+    assert_user_error(cli("report", "--results", str(tmp / "r1"), "--out", str(tmp / "o")),
+                      "no response row")
+    # two models compared, one lacks a fact: an error unless --common-facts
+    synth.write_run(tmp / "r2" / "a", "zp-lke", table)
+    synth.write_run(tmp / "r2" / "b", "zp-lke", table[table["fact_id"] != fid])
+    assert_user_error(cli("report", "--results", str(tmp / "r2"), "--out", str(tmp / "o")),
+                      "cover different facts", "--common-facts")
+    ok = cli("report", "--results", str(tmp / "r2"), "--out", str(tmp / "o"), "--common-facts",
+             "--no-plots")
+    assert ok.returncode == 0, ok.stderr
+    comp = pd.read_csv(tmp / "o" / "tables" / "comparisons.csv")
+    assert comp["n"].iloc[0] == table["fact_id"].nunique() - 1
+
+
+def test_metric_a_method_cannot_give(mc_run):
+    tmp, table = mc_run
+    synth.write_run(tmp / "r" / "a", "zp-lke", table)
+    assert_user_error(cli("report", "--results", str(tmp / "r"), "--out", str(tmp / "o"),
+                          "--metrics", "consistency"), "zp-lke cannot give it")
+    assert_user_error(cli("report", "--results", str(tmp / "r"), "--out", str(tmp / "o"),
+                          "--metrics", "no_such_metric"), "unknown metric")
+
+
+def test_no_run_folder(tmp_path):
+    (tmp_path / "empty").mkdir()
+    assert_user_error(cli("report", "--results", str(tmp_path / "empty"), "--out",
+                          str(tmp_path / "o")), "no run folder")
+    assert_user_error(cli("report", "--results", str(tmp_path / "nope"), "--out",
+                          str(tmp_path / "o")), "no such file")
+
+
+def test_wrong_method_output(tmp_path):
+    rng = np.random.default_rng(1)
+    synth.write_run(tmp_path / "r" / "a", "belief", synth.mc_outputs(rng, relations=1))
+    assert_user_error(cli("report", "--results", str(tmp_path / "r"), "--out",
+                          str(tmp_path / "o")), "no 'prompts' rows")
+
+
+@pytest.fixture(scope="module")
+def full_report(tmp_path_factory):
+    root = tmp_path_factory.mktemp("full")
+    rng = np.random.default_rng(77)
+    tables = {("mc", "zp-lke"): synth.mc_outputs(rng), ("mc", "prompt"): None,
+              ("mp", "belief"): synth.belief_outputs(rng),
+              ("mp-icl", "belief-icl"): synth.icl_outputs(rng),
+              ("fktc", "monitor"): synth.monitor_outputs(rng)}
+    zp = tables[("mc", "zp-lke")]
+    prompt = zp[(zp["seed"] == 0) & (zp["n_examples"] == 2)].drop(columns=["seed", "corrupted"])
+    tables[("mc", "prompt")] = prompt.assign(template_id=prompt["relation_id"] + "/m1",
+                                             n_examples=0)
+    ids = sorted({f for t in tables.values() for f in t["fact_id"].dropna()})
+    model = synth.model_dir(root, synth.planted_for(ids, rng))
+    for (ds, method), t in tables.items():
+        synth.write_run(root / "results" / ds / method / "planted", method, t, dataset=ds,
+                        model_dir=model)
+    args = ["report", "--results", str(root / "results"), "--common-facts", "--quiet"]
+    first = cli(*args, "--out", str(root / "one"))
+    assert first.returncode == 0, first.stderr
+    second = cli(*args, "--out", str(root / "two"))
+    assert second.returncode == 0, second.stderr
+    return root
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+def test_report_is_byte_identical_when_rerun(full_report):
+    one, two = _files(full_report / "one"), _files(full_report / "two")
+    assert one.keys() == two.keys()
+    differ = [k for k in one if one[k] != two[k]]
+    assert not differ, differ
+
+
+def test_report_contents(full_report):
+    out = full_report / "one"
+    text = (out / "report.md").read_text()
+    for section in ("## Leaderboard", "## Estimator validity", "## Comparisons",
+                    "## Per relation", "## Figures"):
+        assert section in text
+    val = pd.read_csv(out / "tables" / "validity.csv")
+    assert set(val.loc[val["estimator"] == "validity", "method"]) == \
+        {"zp-lke", "prompt", "belief", "belief-icl", "monitor"}           # every method
+    for name in ("validity", "calibration", "accuracy_vs_examples", "monitor_vs_accuracy",
+                 "accuracy_at_k", "heatmap-mc-zp-lke", "heatmap-fktc-monitor"):
+        png = out / "figures" / f"{name}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+        assert f"figures/{name}.png" in text
+    cal = sorted((out / "plots" / "calibration").glob("*.csv"))
+    assert len(cal) == 3                                  # belief + two BELIEF-ICL contexts
+    assert list(pd.read_csv(cal[0]).columns) == ["bin", "confidence", "accuracy", "n"]
+    ax = sorted((out / "plots" / "accuracy_vs_examples").glob("*.csv"))
+    assert ax and all({"n_examples", "accuracy"} <= set(pd.read_csv(p).columns) for p in ax)
+    summary = json.loads((out / "metrics.json").read_text())
+    assert set(summary) == {"mc", "mp", "mp-icl", "fktc"}
+    assert "validity_auroc" in summary["fktc"]["monitor"]["planted"]
+    per_fact = pd.read_csv(out / "tables" / "monitor_per_fact" / "fktc-planted.csv")
+    mon = json.loads((out / "runs" / "fktc" / "monitor" / "planted" / "metrics.json").read_text())
+    assert len(per_fact) == mon["facts_with_anchor"]
+    assert abs(per_fact["score"].sum() / per_fact["anchor_prob"].sum()
+               - mon["monitor"]["value"]) < 2e-4
+    sharing = pd.read_csv(out / "tables" / "sharing-mp-icl.csv", index_col=0)
+    assert sharing.shape == (2, 2) and (np.diag(sharing.to_numpy()) == 1).all()
+    sub = pd.read_csv(out / "tables" / "subsumption-mc.csv", index_col=0)
+    assert list(sub.index) == ["prompt:planted", "zp-lke:planted"]
+
+
+def _plan(method: str):
+    from probes.methods import belief, belief_icl, monitor
+    from probes.methods.zp_lke import ZPLKEConfig, plan
+    from tests.probes.engine.test_runner import facts_many
+    from tests.probes.methods.test_golden_prompts import TPL, mp_facts
+    if method == "zp-lke":
+        cfg = ZPLKEConfig(n_examples=(2, 3), seeds=(0, 1), response_tokens=3)
+        return plan(facts_many(), cfg), cfg
+    if method == "belief":
+        cfg = belief.BeliefConfig(top_k=5)
+        return belief.plan(mp_facts(), TPL, cfg), cfg
+    if method == "belief-icl":
+        cfg = belief_icl.BeliefICLConfig(contexts=("zero", "1-template"), samples=3,
+                                         sample_prompts=4, max_new_tokens=3)
+        return belief_icl.plan(mp_facts(), TPL, cfg), cfg
+    cfg = monitor.MonitorConfig(max_new_tokens=3)
+    facts = mp_facts().assign(negatives=[["Rome", "Lima"], ["Paris"]])
+    return monitor.plan(facts, [t for t in TPL if t.style == "question"], cfg), cfg
+
+
+@pytest.mark.parametrize("method", ["zp-lke", "belief", "belief-icl", "monitor"])
+def test_eval_metrics_json_is_what_report_recomputes(tmp_path, tiny_causal_dir, tiny_masked_dir,
+                                                     method):
+    from evaluators.methods import METHODS
+    from probes.backends import BackendConfig
+    from probes.engine.runner import EvalConfig, run_eval
+    plan, cfg = _plan(method)
+    model = tiny_masked_dir if method == "belief" else tiny_causal_dir
+    out = tmp_path / "run"
+    run_eval(EvalConfig(method, "d", str(out), progress=False), BackendConfig(str(model)), plan,
+             cfg, {"name": "tiny", "facts_sha256": "x"}, masked=method == "belief",
+             metrics_fn=lambda o: METHODS[method].metrics(o, None, cfg))
+    stored = json.loads((out / "metrics.json").read_text())
+    assert stored["method"] == method
+    if method == "zp-lke":
+        assert stored["mc_accuracy"]["n"] > 0 and set(stored["mc_accuracy_by_n"]) == {"2", "3"}
+    proc = cli("report", "--results", str(out), "--out", str(tmp_path / "rep"), "--no-plots")
+    assert proc.returncode == 0, proc.stderr
+    again = tmp_path / "rep" / "runs" / "tiny" / method / "run" / "metrics.json"
+    assert (out / "metrics.json").read_bytes() == again.read_bytes()
+    assert "differs from the recomputed" not in (tmp_path / "rep" / "report.md").read_text()

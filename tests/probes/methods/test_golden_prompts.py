@@ -1,0 +1,152 @@
+"""Golden prompts: the exact strings each probe sends to a model."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from builders.templates.files import Template
+from probes.methods import belief, belief_icl, monitor, zp_lke
+from probes.methods import prompt as prompt_baselines
+
+
+def mc_facts() -> pd.DataFrame:
+    rows = []
+    people = [("Albert Einstein", "1879"), ("Niels Bohr", "1885"), ("Marie Curie", "1867"),
+              ("Max Planck", "1858"), ("Peter Grunberg", "1939")]
+    for i, (s, o) in enumerate(people):
+        rows.append({"fact_id": f"f{i}", "relation_id": "born", "subject_id": f"s{i}",
+                     "object_id": o, "subject": s, "object": o, "subject_aliases": [],
+                     "object_aliases": [], "answers": [o],
+                     "split": "test" if s == "Peter Grunberg" else "train",
+                     "choices": ["1939", "1901", "1925"] if s == "Peter Grunberg" else []})
+    return pd.DataFrame(rows)
+
+
+def test_zp_lke_default_prompt():
+    cfg = zp_lke.ZPLKEConfig(n_examples=(3,), response_tokens=5)
+    plan = zp_lke.plan(mc_facts(), cfg)
+    mc = plan.stages[0].requests
+    assert len(mc) == 1
+    ctx = mc[0].context
+    # three of the four train facts, in a seeded order, then the test subject
+    pairs = ctx.split(", ")
+    assert len(pairs) == 4 and pairs[-1] == "Peter Grunberg"
+    assert all(p.rsplit(" ", 1)[1].isdigit() for p in pairs[:3])
+    assert mc[0].continuations == (" 1939", " 1901", " 1925")
+    assert [m["is_gold"] for m in mc[0].option_meta] == [True, False, False]
+    assert plan.stages[1].requests[0].prompt == ctx
+    assert zp_lke.plan(mc_facts(), cfg).stages[0].requests[0].context == ctx  # seeded
+
+
+def test_zp_lke_compat_prompt():
+    cfg = zp_lke.ZPLKEConfig(n_examples=(2,), compat=True, response_tokens=0)
+    req = zp_lke.plan(mc_facts(), cfg).stages[0].requests[0]
+    train = mc_facts().query("split == 'train'")
+    picked = train.sample(n=2, random_state=10)
+    (x1, y1), (x2, y2) = zip(picked["subject"], picked["object"])
+    assert req.context == f"{x1} : {y1} , {x2} : {y2} Peter Grunberg : "
+    assert req.continuations[0] == " : 1939"
+
+
+def test_zp_lke_unknown_examples_in_a_block():
+    cfg = zp_lke.ZPLKEConfig(n_examples=(4,), corrupt="unknown", corrupt_count=2,
+                             corrupt_layout="block", response_tokens=0)
+    req = zp_lke.plan(mc_facts(), cfg).stages[0].requests[0]
+    subjects = [p.rsplit(" ", 1)[0] for p in req.context.split(", ")[:-1]]
+    real = set(mc_facts()["subject"])
+    fake = [i for i, s in enumerate(subjects) if s not in real]
+    assert len(fake) == 2 and fake[1] == fake[0] + 1
+    assert req.meta["corrupted"] == 2
+
+
+def test_prompt_hgp_and_fs_lke():
+    tpl = [Template("born/m1", "born", "[X] was born in [Y].", "statement", "manual", ""),
+           Template("born/m2", "born", "In which year was [X] born? [Y].", "question", "manual",
+                    "")]
+    cfg = prompt_baselines.PromptConfig(response_tokens=0)
+    req = prompt_baselines.plan(mc_facts(), tpl, cfg).stages[0].requests[0]
+    assert req.context == "Peter Grunberg was born in"
+    assert req.continuations == (" 1939", " 1901", " 1925")
+    fs = prompt_baselines.plan(mc_facts(), tpl, prompt_baselines.PromptConfig(
+        fs_examples=2, response_tokens=0)).stages[0].requests[0]
+    sentences = fs.context.split(". ")
+    assert len(sentences) == 3 and sentences[-1] == "Peter Grunberg was born in"
+    assert all(" was born in " in s for s in sentences[:2])
+
+
+def mp_facts() -> pd.DataFrame:
+    return pd.DataFrame([
+        {"fact_id": "a", "relation_id": "cap", "subject_id": "fr", "object_id": "par",
+         "subject": "France", "object": "Paris", "subject_aliases": ["French Republic"],
+         "object_aliases": ["City of Light"], "answers": ["Paris"], "split": "", "source": ""},
+        {"fact_id": "b", "relation_id": "cap", "subject_id": "pe", "object_id": "lim",
+         "subject": "Peru", "object": "Lima", "subject_aliases": [], "object_aliases": [],
+         "answers": ["Lima"], "split": "", "source": ""}])
+
+
+TPL = [Template("cap/m1", "cap", "The capital of [X] is [Y].", "statement", "manual", ""),
+       Template("cap/m2", "cap", "What is the capital of [X]? [Y].", "question", "manual", ""),
+       Template("cap/m3", "cap", "[Y] is the capital of [X]. True or false?", "check", "manual",
+                "")]
+
+
+def test_belief_prompts_and_content_free():
+    plan = belief.plan(mp_facts(), TPL, belief.BeliefConfig())
+    prompts = [r.prompt for r in plan.stages[0].requests]
+    assert "The capital of France is [MASK]." in prompts
+    assert "The capital of French Republic is [MASK]." in prompts
+    assert "What is the capital of Peru? [MASK]." in prompts
+    assert not any("True or false" in p for p in prompts)
+    france = [r for r in plan.stages[0].requests if r.meta["subject_id"] == "fr"][0]
+    assert france.candidates == ("Paris", "City of Light")
+    free = {r.prompt for r in plan.stages[1].requests}
+    assert "The capital of N/A is [MASK]." in free and "The capital of ? is [MASK]." in free
+    assert plan.stages[1].requests[0].candidates == ("Lima", "Paris")
+
+
+def test_belief_icl_prompt():
+    cfg = belief_icl.BeliefICLConfig(contexts=("1-template",), samples=0)
+    reqs = belief_icl.plan(mp_facts(), TPL, cfg).stages[0].requests
+    france = [r for r in reqs if r.meta["subject_name"] == "France"
+              and r.meta["template_id"] == "cap/m1"][0]
+    assert france.prompt == ("Predict the [MASK] in each sentence in one word.\n"
+                             "Q: The capital of Peru is [MASK].\nA: Lima.\n"
+                             "Q: The capital of France is [MASK].\nA:")
+    assert france.stop == ("\n",)
+    zero = belief_icl.plan(mp_facts(), TPL, belief_icl.BeliefICLConfig(
+        contexts=("zero",), style="qa", samples=0)).stages[0].requests[0]
+    assert zero.prompt == ("Answer each question in one word.\n"
+                           "Q: What is the capital of France?\nA:")
+
+
+def test_belief_icl_samples_on_a_subset():
+    cfg = belief_icl.BeliefICLConfig(contexts=("zero",), samples=7, sample_prompts=2)
+    plan = belief_icl.plan(mp_facts(), TPL, cfg)
+    assert len(plan.stages[1].requests) == 2
+    assert all(r.samples == 7 for r in plan.stages[1].requests)
+
+
+def test_monitor_prompts():
+    facts = mp_facts().assign(negatives=[["Rome", "Lima"], ["Paris"]])
+    tpls = [TPL[1], Template("cap/m4", "cap", "Which city is the seat of [X]? [Y].", "question",
+                             "manual", "")]
+    plan = monitor.plan(facts, tpls, monitor.MonitorConfig())
+    anchor = plan.stages[0].requests[0]
+    assert anchor.prompt == "Paris. What is the capital of France?\nAnswer:"
+    frames = [r.prompt for r in plan.stages[1].requests if r.meta["fact_id"] == "a"]
+    assert frames == ["What is the capital of France?\nAnswer:",
+                      "Which city is the seat of France?\nAnswer:",
+                      "Rome. What is the capital of France?\nAnswer:",
+                      "Lima. What is the capital of France?\nAnswer:"]
+    outputs = pd.DataFrame([{"stage": "anchor", "fact_id": "a", "text": " Paris.",
+                             "gold": "Paris", "token_ids": [5, 6]},
+                            {"stage": "anchor", "fact_id": "b", "text": " Rome",
+                             "gold": "Lima", "token_ids": [7]}])
+    foreign = plan.stages[2].build(outputs)
+    assert len(foreign) == 4 and all(r.continuation_ids == ((5, 6),) for r in foreign)
+
+
+def test_monitor_needs_negatives():
+    from builders.core.errors import UserError
+    with pytest.raises(UserError, match="negatives"):
+        monitor.plan(mp_facts(), TPL, monitor.MonitorConfig())
