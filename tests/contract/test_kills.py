@@ -121,7 +121,7 @@ def test_kill_eval_mid_run(workspace):
 # the process, active only inside the swap (``swap.install``) or the emptying (``retire``).
 CHILD = r"""
 import errno, os, pathlib, signal, sys
-from builders import outdir, swap
+from builders.core import outdir, swap
 
 point = sys.argv[1]
 state = {"active": False, "renames": 0, "unlinks": 0}
@@ -246,7 +246,7 @@ def test_kill_before_a_first_install(workspace, new_mc):
 def test_live_writer_is_left_alone(workspace):
     """A temp folder of a running writer survives a run beside it; once that writer is dead,
     the next run removes it."""
-    code = ("import sys; from pathlib import Path; from builders import swap; "
+    code = ("import sys; from pathlib import Path; from builders.core import swap; "
             "t = swap.make_temp(Path('.'), 'mc'); (t / 'facts.parquet').write_bytes(b'x'); "
             "print(t.name, flush=True); sys.stdin.read()")
     child = subprocess.Popen([sys.executable, "-c", code], cwd=workspace, text=True,
