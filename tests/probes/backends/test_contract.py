@@ -11,7 +11,13 @@ from probes.backends import KINDS, BackendConfig, load_backend
 from probes.backends.base import CALLS, Backend, BackendKind, Usage
 from probes.engine.runner import EvalConfig, run_eval
 from probes.plan import Plan, Stage
-from probes.requests import CAPABILITIES, MASK, GenerateRequest, MaskRequest, ScoreRequest
+from probes.requests import (
+    CAPABILITIES,
+    MASK,
+    GenerateRequest,
+    MaskRequest,
+    ScoreRequest,
+)
 
 MODEL = {"hf-causal": "tiny_causal_dir", "hf-masked": "tiny_masked_dir"}
 
