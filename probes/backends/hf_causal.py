@@ -10,6 +10,9 @@ full-sequence computation. Logits are computed only where a continuation token i
 and a log-prob is that logit minus the row's logsumexp (no full log-softmax table).
 Tokens are split as lm-evaluation-harness splits them (encode context + continuation, drop the
 context's tokens), so scores are comparable with it.
+
+Over 400 lines on purpose: scoring and generation share the prefix cache, the forward pass and
+the out-of-memory halving, which would otherwise cross module boundaries as private calls.
 """
 from __future__ import annotations
 
