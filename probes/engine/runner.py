@@ -46,7 +46,7 @@ class EvalConfig:
     too_long: str = "error"         # error | skip | truncate: prompts longer than the model's context
 
 
-def fit_to_context(requests: list, backend, policy: str, shorten, counts: dict) -> list:
+def fit_to_context(requests: list, backend: Backend, policy: str, shorten, counts: dict) -> list:
     """Apply the --too-long policy to requests longer than the model's context."""
     limit = backend.max_length
     if limit is None or policy == "error":
@@ -94,7 +94,7 @@ def _run_chunk(backend, stage: Stage, chunk: list, bar) -> list[dict]:
     raise ValueError(stage.kind)
 
 
-def execute(plan: Plan, backend, checkpoints: Checkpoints, progress: bool,
+def execute(plan: Plan, backend: Backend, checkpoints: Checkpoints, progress: bool,
             too_long: str = "error", counts: dict | None = None
             ) -> tuple[pd.DataFrame, dict]:
     """Run every stage, resuming from ``checkpoints``; returns (outputs, prompts)."""
