@@ -3,6 +3,9 @@
 A stage is one kind of model call (``score``, ``generate`` or ``fill_mask``) over a list of
 requests. A later stage may need an earlier stage's outputs (MONITOR builds its teacher-forced
 requests from the anchors it generated first): ``build`` then receives those outputs.
+
+A plan says which backend capabilities it needs (:meth:`Plan.needs`), so the runner can refuse
+an unsuitable backend before any model loads.
 """
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import pandas as pd
+
+from probes.requests import request_needs
 
 
 @dataclass
@@ -19,6 +24,23 @@ class Stage:
     requests: list = field(default_factory=list)
     # For stages that depend on earlier outputs: outputs so far -> requests.
     build: Callable[[pd.DataFrame], list] | None = None
+    # Capabilities a ``build`` stage's requests will need beyond ``kind`` (its requests are
+    # not known before running, so they cannot tell): "token_ids", "watch".
+    needs: frozenset[str] = frozenset()
+
+    def capabilities(self) -> frozenset[str]:
+        """What this stage asks of a backend: its kind, what it declares, and what its known
+        requests need.
+
+        >>> from probes.requests import ScoreRequest
+        >>> sorted(Stage("s", "score", [ScoreRequest("a", (), continuation_ids=((1,),))])
+        ...        .capabilities())
+        ['score', 'token_ids']
+        """
+        out = {self.kind, *self.needs}
+        for r in self.requests:
+            out |= request_needs(r)
+        return frozenset(out)
 
 
 @dataclass
@@ -36,6 +58,11 @@ class Plan:
     def size(self) -> int:
         """Requests known before running (a ``build`` stage only adds to a non-empty plan)."""
         return sum(len(s.requests) for s in self.stages)
+
+    def needs(self) -> frozenset[str]:
+        """The backend capabilities the plan's stages need (names as in
+        :data:`probes.requests.CAPABILITIES`)."""
+        return frozenset().union(*(s.capabilities() for s in self.stages))
 
     def empty_reason(self, limit: int = 4) -> str:
         """Why the plan has no requests, in one line: each relation's reason, as the probe

@@ -10,6 +10,16 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+MASK = "[MASK]"   # what probes write in a fill-mask prompt; a backend puts its own mask token
+
+# What a request can ask of a backend (a backend's ``capabilities`` name the ones it offers):
+#   score      log-probs of given continuations (ScoreRequest)
+#   generate   greedy or sampled text (GenerateRequest)
+#   fill_mask  the distribution at the one MASK of a prompt (MaskRequest)
+#   token_ids  score continuations given as the model's token ids (ScoreRequest.continuation_ids)
+#   watch      read given tokens' log-probs at each step of a generation (GenerateRequest.watch)
+CAPABILITIES = frozenset({"score", "generate", "fill_mask", "token_ids", "watch"})
+
 
 def prompt_id(text: str) -> str:
     """Stable id of an exact prompt string.
@@ -90,3 +100,20 @@ class Masked:
     top_tokens: list[str]
     top_probs: list[float]
     candidate_probs: list[float]
+
+
+def request_needs(request) -> frozenset[str]:
+    """The capabilities a request needs of a backend (names as in ``CAPABILITIES``).
+
+    >>> sorted(request_needs(ScoreRequest("Peru", (), continuation_ids=((5, 6),))))
+    ['score', 'token_ids']
+    >>> sorted(request_needs(GenerateRequest("Peru", 3)))
+    ['generate']
+    """
+    if isinstance(request, ScoreRequest):
+        return frozenset({"score", "token_ids"} if request.continuation_ids else {"score"})
+    if isinstance(request, GenerateRequest):
+        return frozenset({"generate", "watch"} if request.watch else {"generate"})
+    if isinstance(request, MaskRequest):
+        return frozenset({"fill_mask"})
+    return frozenset()

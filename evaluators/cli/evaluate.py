@@ -135,11 +135,15 @@ def _backend_config(args):
 
 
 def run_method(method_name: str, args, method_cfg) -> str:
+    from dataclasses import replace
+
     from evaluators.methods import METHODS, load_tables
+    from probes.backends import KINDS
     from probes.engine.runner import EvalConfig, dataset_info, run_eval, select_facts
     from probes.planting.plant import load_planted
     method = METHODS[method_name]
-    backend_cfg = _backend_config(args)
+    backend_cfg = replace(_backend_config(args),
+                          kind="hf-masked" if method.masked else "hf-causal")
     from builders.publish.hub import open_dataset
     folder = open_dataset(args.dataset)  # a folder, a Hub-layout folder, or hf://org/name@rev
     tables = load_tables(folder, method.tables, method_name)
@@ -149,8 +153,7 @@ def run_method(method_name: str, args, method_cfg) -> str:
                      progress=not args.quiet, too_long=args.too_long)
     plan = method.plan(tables, method_cfg)
     planted = load_planted(args.model)
-    out = run_eval(cfg, backend_cfg, plan, method_cfg, dataset_info(folder),
-                   masked=method.masked,
+    out = run_eval(cfg, backend_cfg, plan, method_cfg, dataset_info(folder), kinds=KINDS,
                    metrics_fn=lambda outputs: method.metrics(outputs, planted, method_cfg))
     return f"wrote {out}" if out else ""
 

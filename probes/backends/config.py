@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class BackendConfig:
-    """How to load and run a Hugging Face model (read once from the command line)."""
+    """How to load and run a model (read once from the command line)."""
 
     model: str                       # Hub name or local folder
     revision: str | None = None
@@ -15,3 +15,4 @@ class BackendConfig:
     trust_remote_code: bool = False  # never on unless asked: it runs code from the model repo
     add_bos: bool = False            # prepend BOS (lm-evaluation-harness's default is not to)
     prefix_cache: bool = True        # reuse the key/value cache of shared prefixes
+    kind: str = "hf-causal"          # a key of probes.backends.KINDS: which backend loads it

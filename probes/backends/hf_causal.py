@@ -10,17 +10,21 @@ full-sequence computation. Logits are computed only where a continuation token i
 and a log-prob is that logit minus the row's logsumexp (no full log-softmax table).
 Tokens are split as lm-evaluation-harness splits them (encode context + continuation, drop the
 context's tokens), so scores are comparable with it.
+
+Over 400 lines on purpose: scoring and generation share the prefix cache, the forward pass and
+the out-of-memory halving, which would otherwise cross module boundaries as private calls.
 """
 from __future__ import annotations
 
 import hashlib
 import inspect
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
 from builders.core.errors import UserError
 from probes.backends.config import BackendConfig
+from probes.backends.hf_base import HFBackend
 from probes.backends.packing import build_segment, make_batch, pack
 from probes.backends.tokens import PairEncoder
 from probes.requests import Generated, GenerateRequest, Scored, ScoreRequest
@@ -28,6 +32,12 @@ from probes.requests import Generated, GenerateRequest, Scored, ScoreRequest
 ROW_TOKENS = 256                      # target length of a packed row
 TOKENS_PER_ROW_OF_BATCH = {"cpu": 64, "cuda": 256}   # packed tokens per forward = batch x this
 LOGIT_BYTES = {"cpu": 512 << 20, "cuda": 4 << 30}     # cap on the logits of one forward
+CAPABILITIES = frozenset({"score", "generate", "token_ids", "watch"})
+
+
+def load(config: BackendConfig) -> HFCausal:
+    from probes.backends.loading import load_model
+    return HFCausal(*load_model(config, masked=False), config)
 
 
 def common_prefix_len(seqs: Sequence[Sequence[int]]) -> int:
@@ -57,17 +67,13 @@ def _is_oom(exc: BaseException) -> bool:
     return "out of memory" in str(exc).lower()
 
 
-class HFCausal:
+class HFCausal(HFBackend):
     """``score``, ``generate`` and ``token_probs`` for one causal LM."""
 
+    capabilities = CAPABILITIES
+
     def __init__(self, model, tokenizer, device: str, config: BackendConfig):
-        import torch
-        self.torch = torch
-        self.model = model
-        self.tok = tokenizer
-        self.device = device
-        self.config = config
-        self.batch_size = max(1, config.batch_size)
+        super().__init__(model, tokenizer, device, config)
         self.name = config.model
         mc = model.config
         self.max_length = int(getattr(mc, "max_position_embeddings", None)
@@ -75,8 +81,6 @@ class HFCausal:
         self.eos_id = tokenizer.eos_token_id
         self.prefix_token_id = tokenizer.bos_token_id if tokenizer.bos_token_id is not None \
             else tokenizer.eos_token_id
-        self.tokens_computed = 0     # tokens actually fed to the model
-        self.tokens_full = 0         # tokens a per-sequence approach would feed
         self.attended_keys = 0       # (token, key) pairs attended by scored tokens (FLOP counts)
         self.logit_rows = 0          # positions whose logits scoring computed (FLOP counts)
         self._enc_cache: dict[str, list[int]] = {}
@@ -107,8 +111,19 @@ class HFCausal:
         """``encode_pair`` for many continuations of one context."""
         return self._pairs.encode([(context, tuple(continuations))])[0]
 
-    def count_tokens(self, text: str) -> int:
-        return len(self.encode(text))
+    def request_tokens(self, request) -> int:
+        """Context positions ``request`` takes: its context and longest continuation, or its
+        prompt and new tokens."""
+        if isinstance(request, ScoreRequest):
+            if request.continuation_ids:
+                return len(self.encode(request.context)) + \
+                    max(len(c) for c in request.continuation_ids)
+            pairs = [self.encode_pair(request.context, c) for c in request.continuations] or \
+                [(self.encode(request.context), [])]
+            return max(len(a) + len(b) for a, b in pairs)
+        if isinstance(request, GenerateRequest):
+            return len(self.encode(request.prompt)) + request.max_new_tokens
+        return 0
 
     # ----------------------------------------------------------------------------- forward
     def _forward(self, rows: list[list[int]], past=None, past_mask=None, last_only=False):

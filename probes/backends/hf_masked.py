@@ -2,28 +2,32 @@
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from builders.core.errors import UserError
 from probes.backends.config import BackendConfig
-from probes.requests import Masked, MaskRequest
+from probes.backends.hf_base import HFBackend
+from probes.requests import MASK, Masked, MaskRequest
 
-MASK = "[MASK]"   # what probes write; replaced by the model's own mask token
+CAPABILITIES = frozenset({"fill_mask"})
 
 
-class HFMasked:
+def load(config: BackendConfig) -> HFMasked:
+    from probes.backends.loading import load_model
+    return HFMasked(*load_model(config, masked=True), config)
+
+
+class HFMasked(HFBackend):
+    """``fill_mask`` for one masked LM (the prompt's MASK becomes the model's mask token)."""
+
+    capabilities = CAPABILITIES
+    masked = True
+    max_length = None   # one short statement per request: no --too-long policy applies
+
     def __init__(self, model, tokenizer, device: str, config: BackendConfig):
-        import torch
-        self.torch = torch
-        self.model = model
-        self.tok = tokenizer
-        self.device = device
-        self.config = config
-        self.batch_size = max(1, config.batch_size)
+        super().__init__(model, tokenizer, device, config)
         if tokenizer.mask_token is None:
             raise UserError(f"model {config.model!r} has no mask token; BELIEF needs a masked LM")
-        self.tokens_computed = 0
-        self.tokens_full = 0
         self._single: dict[str, int | None] = {}
 
     def single_token_id(self, word: str) -> int | None:
@@ -32,6 +36,9 @@ class HFMasked:
             ids = self.tok(word, add_special_tokens=False)["input_ids"]
             self._single[word] = ids[0] if len(ids) == 1 else None
         return self._single[word]
+
+    def request_tokens(self, request) -> int:
+        return 0   # never compared: max_length is None
 
     def fill_mask(self, requests: Sequence[MaskRequest], progress=None) -> list[Masked]:
         torch = self.torch

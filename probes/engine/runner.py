@@ -9,10 +9,10 @@ done, in one rename.
 """
 from __future__ import annotations
 
-import json
 import platform
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, is_dataclass
 from importlib import metadata
 from pathlib import Path
@@ -24,7 +24,8 @@ from tqdm import tqdm
 from builders.core.errors import UserError
 from builders.core.outdir import atomic_folder, stamp
 from builders.core.tables import dumps_json, file_sha256, read_manifest, write_parquet
-from probes.backends import BackendConfig
+from probes.backends import BackendConfig, backend_kind
+from probes.backends.base import Backend, BackendKind, missing
 from probes.engine.checkpoints import Checkpoints, ChunkStats
 from probes.engine.outputs import generate_rows, mask_rows, request_text, score_rows
 from probes.plan import Plan, Stage
@@ -45,26 +46,14 @@ class EvalConfig:
     too_long: str = "error"         # error | skip | truncate: prompts longer than the model's context
 
 
-def _length(backend, req) -> int:
-    if hasattr(req, "context"):
-        if req.continuation_ids:
-            return len(backend.encode(req.context)) + max(len(c) for c in req.continuation_ids)
-        pairs = [backend.encode_pair(req.context, c) for c in req.continuations] or \
-            [(backend.encode(req.context), [])]
-        return max(len(a) + len(b) for a, b in pairs)
-    if hasattr(req, "prompt") and hasattr(req, "max_new_tokens"):
-        return len(backend.encode(req.prompt)) + req.max_new_tokens
-    return 0
-
-
-def fit_to_context(requests: list, backend, policy: str, shorten, counts: dict) -> list:
+def fit_to_context(requests: list, backend: Backend, policy: str, shorten, counts: dict) -> list:
     """Apply the --too-long policy to requests longer than the model's context."""
-    limit = getattr(backend, "max_length", None)
+    limit = backend.max_length
     if limit is None or policy == "error":
         return requests  # the backend raises a clear error on the first one
     out = []
     for r in requests:
-        while r is not None and _length(backend, r) > limit:
+        while r is not None and backend.request_tokens(r) > limit:
             r = shorten(r) if policy == "truncate" and shorten else None
             if r is not None:
                 counts["truncated_examples"] = counts.get("truncated_examples", 0) + 1
@@ -85,7 +74,7 @@ def _versions() -> dict:
     return out
 
 
-def _chunks(stage: Stage, requests: list) -> list[list]:
+def _chunks(requests: list) -> list[list]:
     groups: dict[str, list] = {}
     for r in requests:
         groups.setdefault(getattr(r, "group", ""), []).append(r)
@@ -105,7 +94,7 @@ def _run_chunk(backend, stage: Stage, chunk: list, bar) -> list[dict]:
     raise ValueError(stage.kind)
 
 
-def execute(plan: Plan, backend, checkpoints: Checkpoints, progress: bool,
+def execute(plan: Plan, backend: Backend, checkpoints: Checkpoints, progress: bool,
             too_long: str = "error", counts: dict | None = None
             ) -> tuple[pd.DataFrame, dict]:
     """Run every stage, resuming from ``checkpoints``; returns (outputs, prompts)."""
@@ -118,6 +107,8 @@ def execute(plan: Plan, backend, checkpoints: Checkpoints, progress: bool,
         if stage.build is not None:
             requests = stage.build(pd.concat(frames, ignore_index=True) if frames
                                    else pd.DataFrame())
+            _check_needs(plan.method, Stage(stage.name, stage.kind, requests).capabilities(),
+                         backend)
         requests = fit_to_context(requests, backend, too_long, plan.shorten, counts)
         for r in requests:
             text = request_text(r)
@@ -125,15 +116,16 @@ def execute(plan: Plan, backend, checkpoints: Checkpoints, progress: bool,
         # Bars only on a terminal: piped or logged, stderr stays the one line of an error.
         with tqdm(total=len(requests), desc=f"{plan.method} {stage.name}", unit="req",
                   disable=not progress or not sys.stderr.isatty()) as bar:
-            for i, chunk in enumerate(_chunks(stage, requests)):
+            for i, chunk in enumerate(_chunks(requests)):
                 path = checkpoints.path(stage.name, i, chunk)
                 frame = checkpoints.load(stage.name, path)
                 if frame is None:
-                    tokens, full = backend.tokens_computed, backend.tokens_full
+                    before = backend.usage()
                     start = time.perf_counter()
                     rows = _run_chunk(backend, stage, chunk, bar)
-                    stats = ChunkStats(backend.tokens_computed - tokens,
-                                       backend.tokens_full - full,
+                    after = backend.usage()
+                    stats = ChunkStats(after.computed - before.computed,
+                                       after.full_sequence - before.full_sequence,
                                        round(time.perf_counter() - start, 3))
                     frame = checkpoints.save(stage.name, path, rows, stats)
                 else:
@@ -169,12 +161,25 @@ def checkpoint_folder(out: Path) -> Path:
     return out.with_name(f".{out.name}.partial")
 
 
+def _check_needs(method: str, needs: frozenset[str], backend: Backend) -> None:
+    """A ``build`` stage's requests are known only now: the backend must still suit them."""
+    why = missing(needs, type(backend).__name__, backend.capabilities)
+    if why:
+        raise UserError(f"{method}: {why}")
+
+
 def run_eval(cfg: EvalConfig, backend_cfg: BackendConfig, plan: Plan, method_cfg,
-             dataset_info: dict, *, masked: bool = False, metrics_fn=None) -> Path | None:
-    """Execute ``plan`` with the model of ``backend_cfg`` and write the run folder."""
+             dataset_info: dict, *, kinds: Mapping[str, BackendKind], metrics_fn=None
+             ) -> Path | None:
+    """Execute ``plan`` with the backend of ``backend_cfg`` (loaded by its row of ``kinds``)
+    and write the run folder."""
     if plan.size() == 0:
         # Loading a model only to find there is nothing to ask it costs minutes for nothing.
         raise UserError(f"nothing to evaluate: {plan.empty_reason()}")
+    kind = backend_kind(backend_cfg, kinds)
+    why = missing(plan.needs(), f"kind {backend_cfg.kind!r}", kind.capabilities)
+    if why:
+        raise UserError(f"{plan.method}: {why}")
     if cfg.dry_run:
         for line in plan.first_prompts(3):
             print(line)
@@ -182,12 +187,9 @@ def run_eval(cfg: EvalConfig, backend_cfg: BackendConfig, plan: Plan, method_cfg
               f"(--dry-run)")
         return None
     start = time.perf_counter()
-    from probes.backends import load_backend
-    from probes.backends.identity import model_identity
-    backend = load_backend(backend_cfg, masked=masked)
+    backend = kind.load(backend_cfg)
     out = Path(cfg.out)
-    checkpoints = Checkpoints(checkpoint_folder(out),
-                              model_identity(backend_cfg, backend, masked=masked), start)
+    checkpoints = Checkpoints(checkpoint_folder(out), backend.identity(), start)
     why = checkpoints.open()
     if why:
         print(f"factprobe: {why}; starting over", file=sys.stderr)
@@ -199,17 +201,13 @@ def run_eval(cfg: EvalConfig, backend_cfg: BackendConfig, plan: Plan, method_cfg
     except UserError:
         checkpoints.abandon()
         raise
-    model_cfg = backend.model.config
+    described = backend.describe()
     run = {
         "method": plan.method,
         "method_config": _config_dict(method_cfg),
         "eval": asdict(cfg) | {"out": out.name},
-        "backend": asdict(backend_cfg),
-        "model": {"name": backend_cfg.model, "type": model_cfg.model_type,
-                  "revision": backend_cfg.revision or getattr(model_cfg, "_commit_hash", None),
-                  "parameters": int(sum(p.numel() for p in backend.model.parameters())),
-                  "device": backend.device, "dtype": str(next(backend.model.parameters()).dtype),
-                  "identity": checkpoints.digest},
+        "backend": described["backend"],
+        "model": described["model"] | {"identity": checkpoints.digest},
         "dataset": dataset_info,
         "plan": plan.info | {"too_long": counts},
         "versions": _versions(),
@@ -247,7 +245,3 @@ def select_facts(facts: pd.DataFrame, relations: tuple[str, ...] | None, limit: 
         keep_test = rank[rank < limit].index
         facts = facts[~is_test | facts.index.isin(keep_test)]
     return facts.reset_index(drop=True)
-
-
-def json_safe(obj):
-    return json.loads(json.dumps(obj, default=str))

@@ -17,10 +17,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 from builders.templates.files import Template, fill
-from probes.backends.hf_masked import MASK
 from probes.methods.multiprompt_in import pairs_of, usable_templates
 from probes.plan import Plan, Stage
-from probes.requests import MaskRequest
+from probes.requests import MASK, MaskRequest
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from probes.backends import BackendConfig
+from probes.backends import KINDS, BackendConfig
 from probes.engine import runner
 from probes.engine.runner import EvalConfig, run_eval
 from probes.methods.zp_lke import ZPLKEConfig, plan
@@ -137,27 +137,11 @@ def _plan():
 
 
 
-def _kill_in_third_chunk(monkeypatch, cfg: BackendConfig, out: Path) -> None:
-    import probes.backends as backends
-    real = backends.load_backend
-    calls = {"n": 0}
-
-    def loader(config, masked=False):
-        b = real(config, masked=masked)
-        score = b.score
-
-        def dies(reqs, progress=None):
-            calls["n"] += 1
-            if calls["n"] == 3:
-                raise KeyboardInterrupt
-            return score(reqs, progress)
-        b.score = dies
-        return b
-    monkeypatch.setattr(backends, "load_backend", loader)
+def _kill_in_third_chunk(cfg: BackendConfig, out: Path) -> None:
+    from tests.probes.engine.test_runner import killable
     with pytest.raises(KeyboardInterrupt):
         run_eval(EvalConfig("zp-lke", "d", str(out), progress=False), cfg, _plan(),
-                 ZPLKEConfig(), {})
-    monkeypatch.setattr(backends, "load_backend", real)
+                 ZPLKEConfig(), {}, kinds=killable({"n": 0, "kill": True}))
     assert len(list(runner.checkpoint_folder(out).glob("mc-*.parquet"))) == 2
 
 
@@ -166,7 +150,7 @@ def test_other_settings_start_over(tiny_causal_dir, tmp_path, monkeypatch, capsy
     monkeypatch.setattr(runner, "CHUNK", 2)
     first = BackendConfig(str(tiny_causal_dir), batch_size=8)
     out = tmp_path / "run"
-    _kill_in_third_chunk(monkeypatch, first, out)
+    _kill_in_third_chunk(first, out)
     second = {"batch_size": BackendConfig(str(tiny_causal_dir), batch_size=2),
               "dtype": BackendConfig(str(tiny_causal_dir), batch_size=8, dtype="bfloat16"),
               "no_identity": first}[change]
@@ -174,14 +158,14 @@ def test_other_settings_start_over(tiny_causal_dir, tmp_path, monkeypatch, capsy
         (runner.checkpoint_folder(out) / "identity.json").unlink()
     capsys.readouterr()
     run_eval(EvalConfig("zp-lke", "d", str(out), progress=False), second, _plan(),
-             ZPLKEConfig(), {})
+             ZPLKEConfig(), {}, kinds=KINDS)
     err = capsys.readouterr().err
     assert "starting over" in err and len(err.strip().splitlines()) == 1
     assert {"batch_size": "batch_size 8 -> 2", "dtype": "dtype float32 -> bfloat16",
             "no_identity": "do not say which model"}[change] in err
     clean = tmp_path / "clean"
     run_eval(EvalConfig("zp-lke", "d", str(clean), progress=False), second, _plan(),
-             ZPLKEConfig(), {})
+             ZPLKEConfig(), {}, kinds=KINDS)
     assert (out / "outputs.parquet").read_bytes() == (clean / "outputs.parquet").read_bytes()
     info = json.loads((out / "run.json").read_text())
     assert info["sessions"]["count"] == 1 and info["sessions"]["chunks_resumed"] == 0
@@ -191,11 +175,11 @@ def test_a_moved_model_still_resumes(tiny_causal_dir, tmp_path, monkeypatch, cap
     """The key is the model, not its path: the same files elsewhere resume the run."""
     monkeypatch.setattr(runner, "CHUNK", 2)
     out = tmp_path / "run"
-    _kill_in_third_chunk(monkeypatch, BackendConfig(str(tiny_causal_dir)), out)
+    _kill_in_third_chunk(BackendConfig(str(tiny_causal_dir)), out)
     moved = shutil.copytree(tiny_causal_dir, tmp_path / "moved")
     capsys.readouterr()
     run_eval(EvalConfig("zp-lke", "d", str(out), progress=False), BackendConfig(str(moved)),
-             _plan(), ZPLKEConfig(), {})
+             _plan(), ZPLKEConfig(), {}, kinds=KINDS)
     assert "starting over" not in capsys.readouterr().err
     info = json.loads((out / "run.json").read_text())
     assert info["sessions"]["count"] == 2 and info["sessions"]["chunks_resumed"] == 2

@@ -192,13 +192,15 @@ def _plan(method: str):
 def test_eval_metrics_json_is_what_report_recomputes(tmp_path, tiny_causal_dir, tiny_masked_dir,
                                                      method):
     from evaluators.methods import METHODS
-    from probes.backends import BackendConfig
+    from probes.backends import KINDS, BackendConfig
     from probes.engine.runner import EvalConfig, run_eval
     plan, cfg = _plan(method)
     model = tiny_masked_dir if method == "belief" else tiny_causal_dir
     out = tmp_path / "run"
-    run_eval(EvalConfig(method, "d", str(out), progress=False), BackendConfig(str(model)), plan,
-             cfg, {"name": "tiny", "facts_sha256": "x"}, masked=method == "belief",
+    kind = "hf-masked" if method == "belief" else "hf-causal"
+    run_eval(EvalConfig(method, "d", str(out), progress=False),
+             BackendConfig(str(model), kind=kind), plan, cfg,
+             {"name": "tiny", "facts_sha256": "x"}, kinds=KINDS,
              metrics_fn=lambda o: METHODS[method].metrics(o, None, cfg))
     stored = json.loads((out / "metrics.json").read_text())
     assert stored["method"] == method

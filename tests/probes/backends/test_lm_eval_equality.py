@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from probes.backends import BackendConfig
+from probes.backends import KINDS, BackendConfig
 from probes.engine.runner import EvalConfig, run_eval
 from probes.methods.zp_lke import ZPLKEConfig, plan
 from tests.probes.engine.test_runner import facts_many
@@ -22,7 +22,7 @@ def test_scores_equal_lm_eval_and_full_sequence(tiny_causal_dir, tmp_path):
     run_eval(EvalConfig("zp-lke", "d", str(out), progress=False),
              BackendConfig(str(tiny_causal_dir), batch_size=4),
              plan(facts_many(), ZPLKEConfig(n_examples=(4,), response_tokens=0)),
-             ZPLKEConfig(), {})
+             ZPLKEConfig(), {}, kinds=KINDS)
     outputs = pd.read_parquet(out / "outputs.parquet")
     prompts = pd.read_parquet(out / "prompts.parquet").set_index("prompt_id")["text"]
     pairs = [(prompts[p], o) for p, o in zip(outputs["prompt_id"], outputs["option_text"])]

@@ -4,7 +4,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from probes.backends import BackendConfig, load_backend
+from probes.backends import KINDS, BackendConfig, load_backend
+from probes.backends.base import BackendKind
 from probes.engine import runner
 from probes.engine.runner import EvalConfig, run_eval
 from probes.methods.zp_lke import ZPLKEConfig, plan
@@ -26,15 +27,13 @@ def _plan():
     return plan(facts_many(), ZPLKEConfig(n_examples=(3,), response_tokens=3))
 
 
-def test_resume_after_a_kill_redoes_nothing(tiny_causal_dir, tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "CHUNK", 2)
-    cfg = BackendConfig(str(tiny_causal_dir))
-    calls = {"n": 0}
+def killable(calls: dict) -> dict[str, BackendKind]:
+    """The kinds table with an hf-causal backend whose ``score`` counts its calls in
+    ``calls["n"]`` and, while ``calls["kill"]``, is killed in its third call."""
+    real = KINDS["hf-causal"]
 
-    import probes.backends as backends
-
-    def loader(config, masked=False):
-        b = load_backend(config, masked=masked)
+    def load(config):
+        b = real.load(config)
         real_score = b.score
 
         def score(reqs, progress=None):
@@ -44,25 +43,31 @@ def test_resume_after_a_kill_redoes_nothing(tiny_causal_dir, tmp_path, monkeypat
             return real_score(reqs, progress)
         b.score = score
         return b
+    return {**KINDS, "hf-causal": BackendKind(real.capabilities, load)}
 
-    monkeypatch.setattr(backends, "load_backend", loader)
+
+def test_resume_after_a_kill_redoes_nothing(tiny_causal_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "CHUNK", 2)
+    cfg = BackendConfig(str(tiny_causal_dir))
+    calls = {"n": 0}
+    kinds = killable(calls)
     out = tmp_path / "run"
     ecfg = EvalConfig("zp-lke", "d", str(out), progress=False)
     calls["kill"] = True
     with pytest.raises(KeyboardInterrupt):
-        run_eval(ecfg, cfg, _plan(), ZPLKEConfig(), {})
+        run_eval(ecfg, cfg, _plan(), ZPLKEConfig(), {}, kinds=kinds)
     assert not out.exists()                                   # nothing half-written
     partial = tmp_path / ".run.partial"
     assert len(list(partial.glob("mc-*.parquet"))) == 2       # two chunks were saved
     calls.update(n=0, kill=False)
-    run_eval(ecfg, cfg, _plan(), ZPLKEConfig(), {})
+    run_eval(ecfg, cfg, _plan(), ZPLKEConfig(), {}, kinds=kinds)
     assert calls["n"] == 2                                     # only the missing chunks ran
     resumed = pd.read_parquet(out / "outputs.parquet")
     assert not partial.exists()
 
     clean = tmp_path / "clean"
     run_eval(EvalConfig("zp-lke", "d", str(clean), progress=False), cfg, _plan(),
-             ZPLKEConfig(), {})
+             ZPLKEConfig(), {}, kinds=KINDS)
     fresh = pd.read_parquet(clean / "outputs.parquet")
     assert len(resumed) == len(fresh)
     key = ["stage", "fact_id", "option", "sample"]
@@ -73,7 +78,7 @@ def test_resume_after_a_kill_redoes_nothing(tiny_causal_dir, tmp_path, monkeypat
 def test_dry_run_loads_no_model(capsys, tmp_path):
     cfg = BackendConfig(str(tmp_path / "no-such-model"))
     assert run_eval(EvalConfig("zp-lke", "d", str(tmp_path / "r"), dry_run=True), cfg,
-                    _plan(), ZPLKEConfig(), {}) is None
+                    _plan(), ZPLKEConfig(), {}, kinds=KINDS) is None
     printed = capsys.readouterr().out
     assert "Person 0" in printed and "nothing was run" in printed
     assert not (tmp_path / "r").exists()
@@ -104,7 +109,7 @@ def test_too_long_prompts(short_context_model, tmp_path, policy):
     p = plan(facts_many(), ZPLKEConfig(n_examples=(4,), response_tokens=0))
     out = tmp_path / policy
     run_eval(EvalConfig("zp-lke", "d", str(out), progress=False, too_long=policy),
-             BackendConfig(str(short_context_model)), p, ZPLKEConfig(), {})
+             BackendConfig(str(short_context_model)), p, ZPLKEConfig(), {}, kinds=KINDS)
     info = json.loads((out / "run.json").read_text())["plan"]["too_long"]
     outputs = pd.read_parquet(out / "outputs.parquet")
     if policy == "skip":
@@ -120,7 +125,7 @@ def test_too_long_error_is_clear(short_context_model, tmp_path):
     p = plan(facts_many(), ZPLKEConfig(n_examples=(4,), response_tokens=0))
     with pytest.raises(UserError, match="exceeds the model's context"):
         run_eval(EvalConfig("zp-lke", "d", str(tmp_path / "e"), progress=False),
-                 BackendConfig(str(short_context_model)), p, ZPLKEConfig(), {})
+                 BackendConfig(str(short_context_model)), p, ZPLKEConfig(), {}, kinds=KINDS)
 
 
 def test_out_of_memory_halves_the_batch(tiny_causal_dir):

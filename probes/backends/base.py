@@ -1,0 +1,118 @@
+"""The backend contract: what the run engine may ask of a loaded model.
+
+Every backend offers :class:`Backend` (what it can do, its context length, what run.json says
+about it, the tokens it computed, the identity its checkpoints are stored under) and, for each
+capability it declares, that capability's calls:
+
+================  ==========================================================================
+capability        what the backend must do
+================  ==========================================================================
+``score``         :class:`Scores`: log-probs of each request's continuations
+``generate``      :class:`Generates`: greedy or sampled continuations of each prompt
+``fill_mask``     :class:`FillsMask`: top tokens and candidates' probabilities at the mask
+``token_ids``     ``score`` also takes continuations as token ids (``continuation_ids``)
+``watch``         ``generate`` also reads the ``watch`` tokens' log-probs at each step
+================  ==========================================================================
+
+The capabilities of a kind of backend are written in the table of
+:mod:`probes.backends` (known before any model loads, so a plan that needs what a kind lacks
+is refused at once); a loaded backend repeats them as ``capabilities``. Backends return raw
+numbers; reductions belong to the evaluators.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from probes.backends.config import BackendConfig
+from probes.requests import (
+    Generated,
+    GenerateRequest,
+    Masked,
+    MaskRequest,
+    Scored,
+    ScoreRequest,
+)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens a backend has computed so far (run.json ``tokens``; the runner times chunks)."""
+
+    computed: int        # tokens fed to the model
+    full_sequence: int   # tokens a plain per-sequence computation would have fed
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """What every backend offers, whatever its capabilities."""
+
+    capabilities: frozenset[str]
+    # Tokens of the model's context, or None when requests are never too long for it (the
+    # runner's --too-long policy applies only under a limit).
+    max_length: int | None
+
+    def request_tokens(self, request: Any) -> int:
+        """Context positions ``request`` takes (prompt and the longest continuation or the
+        new tokens), compared with ``max_length``."""
+        ...
+
+    def describe(self) -> dict:
+        """What run.json records: ``{"backend": settings, "model": name, type, revision,
+        parameters, device, dtype}``."""
+        ...
+
+    def usage(self) -> Usage:
+        ...
+
+    def identity(self) -> dict:
+        """What decides the numbers (model files, dtype, device, settings, library versions):
+        checkpoints are reused only under the same identity."""
+        ...
+
+
+@runtime_checkable
+class Scores(Protocol):
+    def score(self, requests: Sequence[ScoreRequest], progress=None) -> list[list[Scored]]:
+        ...
+
+
+@runtime_checkable
+class Generates(Protocol):
+    def generate(self, requests: Sequence[GenerateRequest], progress=None
+                 ) -> list[list[Generated]]:
+        ...
+
+
+@runtime_checkable
+class FillsMask(Protocol):
+    def fill_mask(self, requests: Sequence[MaskRequest], progress=None) -> list[Masked]:
+        ...
+
+
+# The calls each capability stands for (token_ids and watch extend score and generate).
+CALLS: dict[str, type] = {"score": Scores, "generate": Generates, "fill_mask": FillsMask,
+                          "token_ids": Scores, "watch": Generates}
+
+
+@dataclass(frozen=True)
+class BackendKind:
+    """One row of the kinds table: what the kind can do, and how to load one."""
+
+    capabilities: frozenset[str]
+    load: Callable[[BackendConfig], Backend]
+
+
+def missing(needs: frozenset[str], backend: str, capabilities: frozenset[str]) -> str | None:
+    """Why ``backend`` (with ``capabilities``) cannot run what ``needs`` names, in one line,
+    or None.
+
+    >>> print(missing(frozenset({"fill_mask"}), "kind 'k'", frozenset({"score", "generate"})))
+    this method needs a backend that can fill_mask; backend kind 'k' offers generate, score
+    """
+    lacking = sorted(needs - capabilities)
+    if not lacking:
+        return None
+    return (f"this method needs a backend that can {', '.join(lacking)}; backend {backend} "
+            f"offers {', '.join(sorted(capabilities)) or 'nothing'}")

@@ -1,0 +1,44 @@
+"""What the Hugging Face backends share: the loaded model, token counts, and what run.json and
+the checkpoints record about them."""
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from probes.backends.base import Usage
+from probes.backends.config import BackendConfig
+
+
+class HFBackend:
+    """A transformers model and tokenizer on a device (subclasses add the capabilities)."""
+
+    capabilities: frozenset[str] = frozenset()
+    masked = False          # recorded in the identity: the same folder loads as either head
+
+    def __init__(self, model, tokenizer, device: str, config: BackendConfig):
+        import torch
+        self.torch = torch
+        self.model = model
+        self.tok = tokenizer
+        self.device = device
+        self.config = config
+        self.batch_size = max(1, config.batch_size)
+        self.tokens_computed = 0     # tokens actually fed to the model
+        self.tokens_full = 0         # tokens a per-sequence approach would feed
+
+    def usage(self) -> Usage:
+        return Usage(self.tokens_computed, self.tokens_full)
+
+    def describe(self) -> dict:
+        config, model = self.config, self.model
+        settings = asdict(config)
+        del settings["kind"]   # run.json's backend block predates kinds; the kind follows
+        return {"backend": settings,                # from the method, which run.json names
+                "model": {"name": config.model, "type": model.config.model_type,
+                          "revision": config.revision or getattr(model.config, "_commit_hash",
+                                                                 None),
+                          "parameters": int(sum(p.numel() for p in model.parameters())),
+                          "device": self.device, "dtype": str(next(model.parameters()).dtype)}}
+
+    def identity(self) -> dict:
+        from probes.backends.identity import model_identity
+        return model_identity(self.config, self, masked=self.masked)

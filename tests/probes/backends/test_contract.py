@@ -1,0 +1,118 @@
+"""Both Hugging Face backends meet the contract of probes/backends/base.py, each capability the
+kinds table declares works, and a plan that needs what a kind lacks is refused before loading."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from builders.core.errors import UserError
+from probes.backends import KINDS, BackendConfig, load_backend
+from probes.backends.base import CALLS, Backend, BackendKind, Usage
+from probes.engine.runner import EvalConfig, run_eval
+from probes.plan import Plan, Stage
+from probes.requests import (
+    CAPABILITIES,
+    MASK,
+    GenerateRequest,
+    MaskRequest,
+    ScoreRequest,
+)
+
+MODEL = {"hf-causal": "tiny_causal_dir", "hf-masked": "tiny_masked_dir"}
+
+
+def _use(backend, capability: str) -> None:
+    """Call what ``capability`` stands for and check the answer's shape."""
+    if capability == "score":
+        [[s]] = backend.score([ScoreRequest("France", (" Paris",))])
+        assert s.token_ids and math.isfinite(s.logprob) and s.logprob < 0
+    elif capability == "token_ids":
+        [[s]] = backend.score([ScoreRequest("France", (), continuation_ids=((5, 6),))])
+        assert s.token_ids == [5, 6] and len(s.token_logprobs) == 2
+    elif capability == "generate":
+        [[g]] = backend.generate([GenerateRequest("France", 3)])
+        assert len(g.token_ids) <= 3 and len(g.token_logprobs) == len(g.token_ids)
+    elif capability == "watch":
+        [[g]] = backend.generate([GenerateRequest("France", 2, watch=(5, 6))])
+        assert len(g.watched_logprobs) == 2 and all(x < 0 for x in g.watched_logprobs)
+    elif capability == "fill_mask":
+        [m] = backend.fill_mask([MaskRequest(f"The capital of France is {MASK}.", top_k=3,
+                                             candidates=("Paris",))])
+        assert len(m.top_tokens) == 3 and len(m.candidate_probs) == 1
+    else:
+        raise AssertionError(f"no check for capability {capability!r}")
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_each_kind_meets_the_contract(request, kind):
+    declared = KINDS[kind].capabilities
+    assert declared <= CAPABILITIES
+    backend = load_backend(BackendConfig(str(request.getfixturevalue(MODEL[kind])), kind=kind))
+    assert isinstance(backend, Backend)
+    assert backend.capabilities == declared                   # the table says it before loading
+    before = backend.usage()
+    for capability in sorted(declared):
+        assert isinstance(backend, CALLS[capability])
+        _use(backend, capability)
+    after = backend.usage()
+    assert isinstance(after, Usage) and after.computed > before.computed >= 0
+    described = backend.describe()
+    assert set(described) == {"backend", "model"}
+    assert "kind" not in described["backend"]                 # run.json keeps its old keys
+    assert set(described["model"]) == {"name", "type", "revision", "parameters", "device",
+                                       "dtype"}
+    assert described["model"]["parameters"] > 0
+    assert backend.identity()["masked"] is (kind == "hf-masked")
+
+
+def test_causal_backend_counts_request_tokens(tiny_causal_dir):
+    backend = load_backend(BackendConfig(str(tiny_causal_dir)))
+    ctx = backend.encode("France")
+    assert backend.request_tokens(GenerateRequest("France", 4)) == len(ctx) + 4
+    assert backend.request_tokens(ScoreRequest("France", (), continuation_ids=((1, 2, 3),))) \
+        == len(ctx) + 3
+    _, cont = backend.encode_pair("France", " Paris")
+    assert backend.request_tokens(ScoreRequest("France", (" Paris",))) == len(ctx) + len(cont)
+
+
+def test_a_plan_says_what_it_needs():
+    plan = Plan("m", [Stage("a", "generate", [GenerateRequest("x", 2, watch=(1,))]),
+                      Stage("b", "score", build=lambda outputs: [], needs=frozenset({"token_ids"}))])
+    assert plan.needs() == {"generate", "watch", "score", "token_ids"}
+    assert Plan("m", [Stage("c", "fill_mask", [MaskRequest(f"x {MASK}")])]).needs() == \
+        {"fill_mask"}
+
+
+def test_an_unsuitable_kind_is_refused_before_loading(tmp_path, capsys):
+    plan = Plan("belief", [Stage("prompts", "fill_mask", [MaskRequest(f"x {MASK}")])])
+    # the model does not exist: the refusal must come before any attempt to load it
+    cfg = BackendConfig(str(tmp_path / "no-such-model"), kind="hf-causal")
+    with pytest.raises(UserError) as exc:
+        run_eval(EvalConfig("belief", "d", str(tmp_path / "out")), cfg, plan, {}, {},
+                 kinds=KINDS)
+    assert str(exc.value) == ("belief: this method needs a backend that can fill_mask; backend "
+                              "kind 'hf-causal' offers generate, score, token_ids, watch")
+    with pytest.raises(UserError, match="backend kind 'nope' is not known; known kinds: "
+                                        "hf-causal, hf-masked"):
+        run_eval(EvalConfig("belief", "d", str(tmp_path / "out")),
+                 BackendConfig("m", kind="nope"), plan, {}, {}, kinds=KINDS)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_built_stage_that_needs_more_is_refused(tiny_causal_dir, tmp_path):
+    """A ``build`` stage's requests are checked against the loaded backend once they exist."""
+    def load(config):
+        backend = KINDS["hf-causal"].load(config)
+        backend.capabilities = frozenset({"score"})   # a backend that cannot take token ids
+        return backend
+    kinds = {"score-only": BackendKind(frozenset({"score"}), load)}
+    plan = Plan("x", [Stage("a", "score", [ScoreRequest("France", (" Paris",))]),
+                      Stage("b", "score", build=lambda outputs: [
+                          ScoreRequest("France", (), continuation_ids=((5,),))])])
+    with pytest.raises(UserError, match="^x: this method needs a backend that can token_ids; "
+                                        "backend HFCausal offers score$"):
+        run_eval(EvalConfig("x", "d", str(tmp_path / "out"), progress=False),
+                 BackendConfig(str(tiny_causal_dir), kind="score-only"), plan, {}, {},
+                 kinds=kinds)
+    assert not (tmp_path / "out").exists()
