@@ -199,7 +199,7 @@ def test_eval_metrics_json_is_what_report_recomputes(tmp_path, tiny_causal_dir, 
     out = tmp_path / "run"
     run_eval(EvalConfig(method, "d", str(out), progress=False), BackendConfig(str(model)), plan,
              cfg, {"name": "tiny", "facts_sha256": "x"}, masked=method == "belief",
-             metrics_fn=lambda o: METHODS[method].metrics(o, None, cfg))
+             metrics_fn=lambda o: METHODS[method].metrics.compute(o, None, cfg))
     stored = json.loads((out / "metrics.json").read_text())
     assert stored["method"] == method
     if method == "zp-lke":
