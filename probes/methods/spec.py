@@ -26,7 +26,8 @@ class Probe:
     add_flags: Callable[[argparse.ArgumentParser], None]
     # parsed flags -> config; a UserError for flags that do not go together
     from_args: Callable[[argparse.Namespace], Any]
-    citation: str                     # the paper: a key of builders.publish.citations.PAPERS
+    # the paper: a key of builders.publish.citations.PAPERS ("" for a method without one)
+    citation: str = ""
     backend: str = "hf-causal"        # the model kind: hf-causal or hf-masked
 
     def __post_init__(self):
