@@ -1,5 +1,6 @@
 """Metrics: small pure functions over outputs tables (see each function's doctest and
-docs/metrics/). Each method's full set, as written to ``metrics.json``, is in :mod:`.suite`."""
+docs/metrics/). Each method's full set, as written to ``metrics.json``, is in
+:mod:`.suites` (one module per method); what they share is in :mod:`.suite`."""
 from evaluators.metrics.belief import (
                                        acc1_fluctuation,
                                        bias_level,
@@ -12,15 +13,12 @@ from evaluators.metrics.belief import (
 from evaluators.metrics.belief_icl import one_word_rate, sample_confidence
 from evaluators.metrics.monitor import fact_distances, frame_accuracy, monitor_score
 from evaluators.metrics.stats import auroc, bootstrap, paired_test
-from evaluators.metrics.suite import (
-                                       MetricsOptions,
-                                       belief_icl_metrics,
-                                       belief_metrics,
-                                       compute,
-                                       monitor_metrics,
-                                       prompt_metrics,
-                                       zp_lke_metrics,
-)
+from evaluators.metrics.suite import MetricsOptions
+from evaluators.metrics.suites.belief import belief_metrics
+from evaluators.metrics.suites.belief_icl import belief_icl_metrics
+from evaluators.metrics.suites.monitor import monitor_metrics
+from evaluators.metrics.suites.prompt import prompt_metrics
+from evaluators.metrics.suites.zp_lke import zp_lke_metrics
 from evaluators.metrics.validity import validity
 from evaluators.metrics.zp_lke import (
                                        accuracy_at_k,
@@ -33,7 +31,7 @@ from evaluators.metrics.zp_lke import (
 )
 
 __all__ = ["acc1_fluctuation", "accuracy_at_k", "auroc", "belief_icl_metrics", "belief_metrics",
-           "bias_level", "bootstrap", "compute", "consistency", "coverage", "covered_units",
+           "bias_level", "bootstrap", "consistency", "coverage", "covered_units",
            "fact_distances", "frame_accuracy", "mc_accuracy", "mc_predictions",
            "MetricsOptions", "monitor_metrics", "monitor_score", "one_word_rate",
            "overconfidence", "paired_test", "probability_mass", "prompt_metrics",

@@ -1,5 +1,6 @@
 """Figures of ``factprobe report`` (matplotlib, Agg backend, PNG) and the CSV series behind the
-ones DVC can draw (``plots/<name>/<series>.csv``):
+ones DVC can draw (``plots/<name>/<series>.csv``). A method's runs take part in the figures its
+metrics name (``MethodMetrics.plots``); the heatmap and validity bars take every run:
 
 - calibration curves (BELIEF, BELIEF-ICL): mean confidence against accuracy per bin;
 - a model x relation heatmap of each method's main number;
@@ -11,13 +12,13 @@ ones DVC can draw (``plots/<name>/<series>.csv``):
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from evaluators.metrics import suite
+from builders.core.markdown import slug
+from evaluators.methods import METHODS
 from evaluators.metrics.stats import pearson
 
 PNG_META = {"Software": None}
@@ -33,10 +34,6 @@ def _plt():
     return plt
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", str(text)).strip("_") or "x"
-
-
 def _save(fig, out: Path, name: str, figures: list, title: str) -> None:
     path = out / "figures" / f"{name}.png"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -47,7 +44,7 @@ def _save(fig, out: Path, name: str, figures: list, title: str) -> None:
 
 
 def _series_csv(out: Path, plot: str, series: str, frame: pd.DataFrame) -> None:
-    path = out / "plots" / plot / f"{_slug(series)}.csv"
+    path = out / "plots" / plot / f"{slug(series)}.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(path, index=False, lineterminator="\n", float_format="%.4f")
 
@@ -60,9 +57,9 @@ def _name(run, setting: str) -> str:
 def calibration(runs, out: Path, figures: list) -> str | None:
     curves = []
     for r in runs:
-        if r.method not in ("belief", "belief-icl"):
+        if "calibration" not in r.spec.plots:
             continue
-        for setting, block in suite.setting_blocks(r.method, r.metrics).items():
+        for setting, block in r.spec.setting_blocks(r.metrics).items():
             cal = (block.get("overconfidence") or {}).get("calibration") or {}
             if not cal:
                 continue
@@ -98,9 +95,10 @@ def heatmaps(rel_table: pd.DataFrame, out: Path, figures: list) -> list[str]:
         g = g.assign(row=[f"{m} ({s})" if s else m for m, s in zip(g["model"], g["setting"])])
         wide = g.pivot_table(index="row", columns="relation_id", values="value",
                              aggfunc="first", sort=True)
-        main = suite.MAIN[method]
-        label = suite.HEADLINES[method][main][1]
-        lower = main in ("monitor",)
+        spec = METHODS[method].metrics
+        main = spec.main
+        label = spec.headlines[main][1]
+        lower = main in spec.lower_is_better
         data = wide.to_numpy(dtype=float)
         fig_w = max(4.5, 0.75 * wide.shape[1] + 2.8)
         fig_h = max(2.0, 0.45 * wide.shape[0] + 1.8)
@@ -124,7 +122,7 @@ def heatmaps(rel_table: pd.DataFrame, out: Path, figures: list) -> list[str]:
         cb = fig.colorbar(im, ax=ax, fraction=0.04, pad=0.02)
         cb.set_label(label + (" (lower is better)" if lower else ""))
         ax.set_title(f"{label} per relation: {method} on {ds}")
-        _save(fig, out, f"heatmap-{_slug(ds)}-{_slug(method)}", figures,
+        _save(fig, out, f"heatmap-{slug(ds)}-{slug(method)}", figures,
               f"{label} per relation ({method}, {ds})")
     return notes
 
@@ -139,7 +137,9 @@ def _context_x(name: str) -> tuple[int, str]:
 def accuracy_vs_examples(runs, out: Path, figures: list) -> str | None:
     series = []   # (label, frame[n_examples, accuracy, ci_low, ci_high])
     for r in runs:
-        if r.method in ("zp-lke", "prompt"):
+        if "accuracy_vs_examples" not in r.spec.plots:
+            continue
+        if not r.spec.contexts:                     # multiple choice: the n_examples sweep
             by_n = r.metrics.get("mc_accuracy_by_n") or {}
             rows = [{"n_examples": int(n), "accuracy": v.get("value"), "ci_low": v.get("ci_low"),
                      "ci_high": v.get("ci_high")} for n, v in by_n.items()]
@@ -147,8 +147,8 @@ def accuracy_vs_examples(runs, out: Path, figures: list) -> str | None:
                 series.append((f"{r.method}: {r.label} on {r.dataset} (MC accuracy)",
                                pd.DataFrame(rows).sort_values("n_examples"),
                                f"{r.dataset}-{r.method}-{r.label}"))
-        elif r.method == "belief-icl":
-            blocks = suite.setting_blocks(r.method, r.metrics)
+        else:                                       # the X of each in-context setting
+            blocks = r.spec.setting_blocks(r.metrics)
             kinds: dict[str, list] = {}
             for ctx, block in blocks.items():
                 x, kind = _context_x(ctx)
@@ -161,7 +161,7 @@ def accuracy_vs_examples(runs, out: Path, figures: list) -> str | None:
                 kinds["zero"] = []
             for kind, rows in kinds.items():
                 rows = zero + rows
-                series.append((f"belief-icl: {r.label} on {r.dataset} ({kind} examples, Acc@1)",
+                series.append((f"{r.method}: {r.label} on {r.dataset} ({kind} examples, Acc@1)",
                                pd.DataFrame(rows).sort_values("n_examples"),
                                f"{r.dataset}-{r.method}-{r.label}-{kind}"))
     if not series:
@@ -230,7 +230,7 @@ def validity(val_table: pd.DataFrame, out: Path, figures: list) -> str | None:
 def monitor_vs_accuracy(runs, out: Path, figures: list) -> str | None:
     points, rel_points = [], []
     for r in runs:
-        if r.method != "monitor":
+        if "monitor_vs_accuracy" not in r.spec.plots:
             continue
         mon = r.metrics.get("monitor") or {}
         acc = ((r.metrics.get("frame_accuracy") or {}).get("avg")) or {}
@@ -275,7 +275,7 @@ def monitor_vs_accuracy(runs, out: Path, figures: list) -> str | None:
 def accuracy_at_k(runs, out: Path, figures: list) -> str | None:
     curves = []
     for r in runs:
-        if r.method not in ("zp-lke", "prompt"):
+        if "accuracy_at_k" not in r.spec.plots:
             continue
         at = r.metrics.get("accuracy_at_k") or {}
         frame = pd.DataFrame([{"k": float(k), "accuracy": v.get("value"), "share": v.get("share"),

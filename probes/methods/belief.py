@@ -12,12 +12,15 @@ the metrics, as in the paper.
 """
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 
 import pandas as pd
 
+from builders.core.argtypes import positive
 from builders.templates.files import Template, fill
-from probes.methods.multiprompt_in import pairs_of, usable_templates
+from probes.methods.multiprompt_in import pairs_of, templates_of, usable_templates
+from probes.methods.spec import Probe
 from probes.plan import Plan, Stage
 from probes.requests import MASK, MaskRequest
 
@@ -65,3 +68,31 @@ def plan(facts: pd.DataFrame, templates: list[Template], cfg: BeliefConfig) -> P
                 {"pairs": len(pairs), "relations_without_templates": skipped},
                 skipped={r: "no statement or question template with one [X] and one [Y]"
                          for r in skipped})
+
+
+def plan_tables(tables: dict[str, pd.DataFrame], cfg: BeliefConfig) -> Plan:
+    return plan(tables["facts"], templates_of(tables["templates"]), cfg)
+
+
+# ----------------------------------------------------------------------- command line
+
+def add_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("BELIEF")
+    g.add_argument("--top-k", type=positive, default=10,
+                   help="tokens kept at each mask (at most the vocabulary)")
+    g.add_argument("--max-names", type=positive, help="subject names per pair (label first)")
+
+
+def from_args(args: argparse.Namespace) -> BeliefConfig:
+    return BeliefConfig(top_k=args.top_k, max_names=args.max_names)
+
+
+PROBE = Probe(
+    name="belief", summary="BELIEF on a masked LM (multi-prompt dataset)",
+    examples="""\
+  factprobe eval belief --dataset data/datasets/sample-multiprompt \\
+      --model data/models/planted-mlm --out data/results/sample-multiprompt/belief/planted-mlm
+  factprobe eval belief --dataset multiprompt/ --model bert-base-cased --out r/
+""",
+    config=BeliefConfig, tables=("facts", "templates"), plan=plan_tables, add_flags=add_flags,
+    from_args=from_args, citation="belief", backend="hf-masked")

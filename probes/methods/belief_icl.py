@@ -18,15 +18,18 @@ confidence.
 """
 from __future__ import annotations
 
+import argparse
 import zlib
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from builders.core.argtypes import count, positive
 from builders.core.errors import UserError
 from builders.templates.files import Template, fill, question_text
-from probes.methods.multiprompt_in import Pair, pairs_of, usable_templates
+from probes.methods.multiprompt_in import Pair, pairs_of, templates_of, usable_templates
+from probes.methods.spec import Probe
 from probes.plan import Plan, Stage
 from probes.requests import GenerateRequest
 
@@ -129,3 +132,61 @@ def _shots(rng, x, kind, p, t, by_rel, by_rel_pairs, pairs, style) -> list[tuple
             tq = rel_tpls[int(rng.integers(len(rel_tpls)))]
         shots.append((_query(tq, q.subject_names[0], style), q.gold))
     return shots
+
+
+def plan_tables(tables: dict[str, pd.DataFrame], cfg: BeliefICLConfig) -> Plan:
+    return plan(tables["facts"], templates_of(tables["templates"]), cfg)
+
+
+# ----------------------------------------------------------------------- command line
+
+def contexts(value: str) -> tuple[str, ...]:
+    """BELIEF-ICL context kinds: zero, X-random, X-relation, X-template.
+
+    >>> contexts("zero, 4-template")
+    ('zero', '4-template')
+    """
+    items = tuple(c.strip() for c in value.split(",") if c.strip())
+    if not items:
+        raise argparse.ArgumentTypeError("empty: e.g. zero,4-template")
+    for c in items:
+        try:
+            parse_context(c)
+        except UserError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        if items.count(c) > 1:
+            raise argparse.ArgumentTypeError(f"{value!r} lists {c} twice")
+    return items
+
+
+def add_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("BELIEF-ICL")
+    g.add_argument("--contexts", type=contexts, default=("4-template",),
+                   help="comma-separated: zero, X-random, X-relation, X-template")
+    g.add_argument("--style", choices=("mask", "qa"), default="mask")
+    g.add_argument("--samples", type=count, default=100,
+                   help="samples per prompt for confidence (0: none)")
+    g.add_argument("--sample-prompts", type=count, default=10_000,
+                   help="prompts (a seeded subset) that get samples")
+    g.add_argument("--max-new-tokens", type=positive, default=10)
+    g.add_argument("--max-names", type=positive, help="subject names per pair (label first)")
+    g.add_argument("--seed", type=count, default=0)
+
+
+def from_args(args: argparse.Namespace) -> BeliefICLConfig:
+    return BeliefICLConfig(contexts=args.contexts, style=args.style, samples=args.samples,
+                           sample_prompts=args.sample_prompts,
+                           max_new_tokens=args.max_new_tokens, max_names=args.max_names,
+                           seed=args.seed)
+
+
+PROBE = Probe(
+    name="belief-icl", summary="BELIEF-ICL on a decoder LM",
+    examples="""\
+  factprobe eval belief-icl --dataset data/datasets/sample-multiprompt \\
+      --model data/models/planted --out r/ --contexts zero,4-random,4-relation,4-template
+  factprobe eval belief-icl --dataset multiprompt/ --model meta-llama/Meta-Llama-3-8B \\
+      --style qa --samples 100 --sample-prompts 10000 --out r/
+""",
+    config=BeliefICLConfig, tables=("facts", "templates"), plan=plan_tables,
+    add_flags=add_flags, from_args=from_args, citation="belief")

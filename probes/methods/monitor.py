@@ -14,13 +14,17 @@ of the relation, the base included, as in the authors' evaluation.
 """
 from __future__ import annotations
 
+import argparse
 import string
 from dataclasses import dataclass
 
 import pandas as pd
 
+from builders.core.argtypes import positive
 from builders.core.errors import UserError
 from builders.templates.files import Template, fill, question_text
+from probes.methods.multiprompt_in import templates_of
+from probes.methods.spec import Probe
 from probes.plan import Plan, Stage
 from probes.requests import GenerateRequest, ScoreRequest
 
@@ -112,3 +116,47 @@ def plan(facts: pd.DataFrame, templates: list[Template], cfg: MonitorConfig) -> 
     return Plan("monitor", stages, {"facts": len(per_fact), "relations_without_questions":
                                     skipped},
                 skipped={r: "no question template with one [X]" for r in skipped})
+
+
+class Based:
+    """A template with FKTC's ``is_base`` flag (the base question of its relation)."""
+
+    def __init__(self, template, is_base: bool):
+        self._t, self.is_base = template, is_base
+
+    def __getattr__(self, name):
+        return getattr(self._t, name)
+
+
+def plan_tables(tables: dict[str, pd.DataFrame], cfg: MonitorConfig) -> Plan:
+    table = tables["templates"]
+    flags = [bool(r.get("is_base", False)) for r in table.to_dict("records")]
+    return plan(tables["facts"], [Based(t, b) for t, b in zip(templates_of(table), flags)],
+                cfg)
+
+
+# ----------------------------------------------------------------------- command line
+
+def add_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("MONITOR")
+    g.add_argument("--compat", action="store_true",
+                   help="free-running foreign anchors, as the authors' code")
+    g.add_argument("--max-new-tokens", type=positive, default=10)
+    g.add_argument("--no-frames", action="store_true",
+                   help="skip greedy answers under every prompt (frame accuracies)")
+
+
+def from_args(args: argparse.Namespace) -> MonitorConfig:
+    return MonitorConfig(compat=args.compat, max_new_tokens=args.max_new_tokens,
+                         frames=not args.no_frames)
+
+
+PROBE = Probe(
+    name="monitor", summary="MONITOR on FKTC-style prompts",
+    examples="""\
+  factprobe eval monitor --dataset data/datasets/sample-fktc --model data/models/planted \\
+      --out data/results/sample-fktc/monitor/planted
+  factprobe eval monitor --dataset fktc/ --model bigscience/bloomz-560m --compat --out r/
+""",
+    config=MonitorConfig, tables=("facts", "templates"), plan=plan_tables,
+    add_flags=add_flags, from_args=from_args, citation="monitor")

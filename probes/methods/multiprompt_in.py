@@ -41,3 +41,9 @@ def usable_templates(templates: list[Template], styles: tuple[str, ...]) -> dict
         if t.style in styles and t.template.count("[X]") == 1 and t.template.count("[Y]") == 1:
             by_rel.setdefault(t.relation_id, []).append(t)
     return by_rel
+
+
+def templates_of(table: pd.DataFrame) -> list[Template]:
+    """The rows of a multi-prompt dataset's ``templates`` table as templates."""
+    fields = list(Template.__dataclass_fields__)
+    return [Template(**{k: r[k] for k in fields}) for r in table.to_dict("records")]

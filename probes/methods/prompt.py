@@ -11,11 +11,15 @@ The same multiple-choice and response tests as ZP-LKE follow.
 """
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 
 import pandas as pd
 
+from builders.core.argtypes import count
 from builders.templates.files import Template, fill, y_is_last
+from probes.methods.spec import Probe
+from probes.methods.templates_in import load_templates
 from probes.methods.zp_lke import ZPLKEConfig, _examples, choices_of
 from probes.plan import Plan, Stage
 from probes.requests import GenerateRequest, ScoreRequest
@@ -96,3 +100,40 @@ def plan(facts: pd.DataFrame, templates: list[Template], cfg: PromptConfig) -> P
     if gen:
         stages.append(Stage("response", "generate", gen))
     return Plan("prompt", stages, {"skipped_relations": skipped}, skipped=skipped)
+
+
+def plan_tables(tables: dict[str, pd.DataFrame], cfg: PromptConfig) -> Plan:
+    return plan(tables["facts"], load_templates(cfg.templates), cfg)
+
+
+# ----------------------------------------------------------------------- command line
+
+def add_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("prompt")
+    g.add_argument("--templates", default="data/templates",
+                   help="YAML template folder, a templates dataset, or LPAQA .jsonl files")
+    g.add_argument("--template-id", default="", help="template to use (e.g. m2); default: the "
+                   "first statement of each relation with [Y] last")
+    g.add_argument("--fs-examples", type=count, default=0,
+                   help="FS-LKE: that many examples joined by the template")
+    g.add_argument("--seed", type=count, default=0)
+    g.add_argument("--response-tokens", type=count, default=10,
+                   help="greedy tokens for the response test (0: off)")
+
+
+def from_args(args: argparse.Namespace) -> PromptConfig:
+    return PromptConfig(templates=args.templates, template_id=args.template_id,
+                        fs_examples=args.fs_examples, seed=args.seed,
+                        response_tokens=args.response_tokens)
+
+
+PROBE = Probe(
+    name="prompt", summary="HGP / MMP template baselines and FS-LKE",
+    examples="""\
+  factprobe eval prompt --dataset data/datasets/sample-mc --model data/models/planted \\
+      --out data/results/sample-mc/prompt/planted
+  factprobe eval prompt --dataset mc/ --model gpt2 --templates lpaqa/ --out r/   # mined (MMP)
+  factprobe eval prompt --dataset mc/ --model gpt2 --fs-examples 50 --out r/     # FS-LKE
+""",
+    config=PromptConfig, tables=("facts",), plan=plan_tables, add_flags=add_flags,
+    from_args=from_args, citation="zp-lke")   # the baselines of the ZP-LKE paper

@@ -13,13 +13,17 @@ authors' code: ``"x1 : y1 , x2 : y2 x : "`` with the option ``" : y"``.
 """
 from __future__ import annotations
 
+import argparse
 import zlib
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from builders.core.argtypes import count
 from builders.core.errors import UserError
+from probes.methods.flags import counts, nonempty
+from probes.methods.spec import Probe
 from probes.plan import Plan, Stage
 from probes.requests import GenerateRequest, ScoreRequest
 
@@ -203,3 +207,59 @@ def _position_requests(rel_facts, relation, cfg, pool, answers) -> list[ScoreReq
                                 option_meta=({"option": 0, "option_text": _option(y, cfg),
                                               "is_gold": not flags[i]},)))
     return out
+
+
+def plan_tables(tables: dict[str, pd.DataFrame], cfg: ZPLKEConfig) -> Plan:
+    return plan(tables["facts"], cfg)
+
+
+# ----------------------------------------------------------------------- command line
+
+def add_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("ZP-LKE")
+    g.add_argument("--examples", type=counts, default=(50,),
+                   help="in-context examples per relation; a list sweeps n (e.g. 1,5,10,50)")
+    g.add_argument("--seeds", type=counts, default=(0,),
+                   help="example draws to average over (the paper: 0,1,2,3,4)")
+    g.add_argument("--sep", default=" ", help="between a subject and its object (' ')")
+    g.add_argument("--pair-sep", default=", ", type=nonempty, help="between pairs (', ')")
+    g.add_argument("--compat", action="store_true",
+                   help="the authors' code: ' : ' separators, random_state=10, ties vs gold")
+    g.add_argument("--response-tokens", type=count, default=10,
+                   help="greedy tokens for the response test (0: off)")
+    g.add_argument("--corrupt", choices=("unknown", "incorrect"),
+                   help="replace examples by made-up subjects or wrong objects")
+    g.add_argument("--corrupt-count", type=count, default=0,
+                   help="how many examples --corrupt replaces (at most the fewest --examples)")
+    g.add_argument("--corrupt-layout", choices=("spread", "block"), default="spread")
+    g.add_argument("--positions", type=count, default=0,
+                   help="also score every object in one sequence of N pairs (the paper: 200)")
+
+
+def from_args(args: argparse.Namespace) -> ZPLKEConfig:
+    if args.corrupt and args.corrupt_count <= 0:
+        raise UserError("--corrupt needs --corrupt-count N (how many examples to replace)")
+    if args.corrupt_count and not args.corrupt:
+        raise UserError("--corrupt-count needs --corrupt unknown or --corrupt incorrect")
+    if args.corrupt_count > min(args.examples):
+        raise UserError(f"--corrupt-count {args.corrupt_count} is more than the smallest "
+                        f"--examples ({min(args.examples)}): a prompt cannot have more "
+                        f"examples replaced than it shows")
+    return ZPLKEConfig(n_examples=args.examples, seeds=args.seeds, sep_so=args.sep,
+                       sep_pair=args.pair_sep, compat=args.compat,
+                       response_tokens=args.response_tokens, corrupt=args.corrupt or "",
+                       corrupt_count=args.corrupt_count, corrupt_layout=args.corrupt_layout,
+                       positions=args.positions)
+
+
+PROBE = Probe(
+    name="zp-lke", summary="zero-prompt many-shot (ZP-LKE)",
+    examples="""\
+  factprobe eval zp-lke --dataset data/datasets/sample-mc --model data/models/planted \\
+      --out data/results/sample-mc/zp-lke/planted
+  factprobe eval zp-lke --dataset data/datasets/trex-mc --model meta-llama/Llama-2-7b-hf \\
+      --out results/ --seeds 0,1,2,3,4 --dtype bfloat16
+  factprobe eval zp-lke --dataset data/datasets/sample-mc --model gpt2 --out r/ --dry-run
+""",
+    config=ZPLKEConfig, tables=("facts",), plan=plan_tables, add_flags=add_flags,
+    from_args=from_args, citation="zp-lke")

@@ -14,7 +14,8 @@ from evaluators.metrics import lemmas
 from evaluators.metrics import monitor as MO
 from evaluators.metrics import zp_lke as Z
 from evaluators.metrics.stats import auroc, bootstrap, paired_test
-from evaluators.metrics.suite import MetricsOptions, monitor_metrics
+from evaluators.metrics.suite import MetricsOptions
+from evaluators.metrics.suites.monitor import monitor_metrics
 from evaluators.metrics.validity import validity
 
 LN = math.log
@@ -253,7 +254,8 @@ def test_bootstrap_and_paired_test():
 
 
 def test_missing_belief_and_icl_rows_are_user_errors():
-    from evaluators.metrics.suite import belief_icl_metrics, belief_metrics
+    from evaluators.metrics.suites.belief import belief_metrics
+    from evaluators.metrics.suites.belief_icl import belief_icl_metrics
     from tests.evaluators import synth
     rng = np.random.default_rng(3)
     out = synth.belief_outputs(rng, relations=1)

@@ -201,7 +201,7 @@ def test_eval_metrics_json_is_what_report_recomputes(tmp_path, tiny_causal_dir, 
     run_eval(EvalConfig(method, "d", str(out), progress=False),
              BackendConfig(str(model), kind=kind), plan, cfg,
              {"name": "tiny", "facts_sha256": "x"}, kinds=KINDS,
-             metrics_fn=lambda o: METHODS[method].metrics(o, None, cfg))
+             metrics_fn=lambda o: METHODS[method].metrics.compute(o, None, cfg))
     stored = json.loads((out / "metrics.json").read_text())
     assert stored["method"] == method
     if method == "zp-lke":

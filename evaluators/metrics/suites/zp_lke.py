@@ -1,0 +1,106 @@
+"""ZP-LKE's metric set (multiple choice, response test, Accuracy@K, positions, validity); the
+prompt baselines reuse it (:mod:`.prompt`)."""
+from __future__ import annotations
+
+import pandas as pd
+
+from builders.core.errors import UserError
+from evaluators.metrics import zp_lke as Z
+from evaluators.metrics.suite import (
+    OPTIONS,
+    VALIDITY_HEADLINES,
+    Headline,
+    MethodMetrics,
+    MetricsOptions,
+    cfg_value,
+    need_stage,
+)
+from evaluators.metrics.validity import validity
+
+COLUMNS = ("relation_id", "fact_id", "option", "is_gold", "logprob")
+
+
+def mc_predictions(outputs: pd.DataFrame, cfg, method: str = "zp-lke") -> pd.DataFrame:
+    mc = need_stage(outputs, "mc", method)
+    preds = Z.mc_predictions(mc, ties_against_gold=bool(cfg_value(cfg, "compat", False)))
+    _check_complete(preds, method)
+    return preds
+
+
+def _check_complete(preds: pd.DataFrame, method: str) -> None:
+    """Every fact of a relation must have the same questions (seeds x example counts x
+    templates)."""
+    extra = [k for k in ("seed", "n_examples", "template_id") if k in preds.columns]
+    if not extra:
+        return
+    per_fact = preds.groupby(["relation_id", "fact_id"]).size().rename("got").reset_index()
+    want = preds[["relation_id"] + extra].drop_duplicates().groupby("relation_id").size()
+    per_fact["want"] = want.reindex(per_fact["relation_id"]).to_numpy()
+    bad = per_fact[per_fact["got"] != per_fact["want"]]
+    if len(bad):
+        r = bad.iloc[0]
+        raise UserError(f"fact {r['fact_id']} has {int(r['got'])} of its relation's "
+                        f"{int(r['want'])} multiple-choice questions: outputs.parquet is "
+                        f"missing rows; rerun 'factprobe eval {method}'")
+
+
+def zp_lke_metrics(outputs: pd.DataFrame, planted: dict | None, cfg, *,
+                   options: MetricsOptions = OPTIONS, method: str = "zp-lke") -> dict:
+    """Multiple-choice accuracy, probability mass, accuracy by example count, Accuracy@K,
+    response accuracy, per-position probabilities and validity."""
+    kw = dict(resamples=options.resamples, seed=options.seed)
+    preds = mc_predictions(outputs, cfg, method)
+    facts = Z.per_fact(Z.main_n(preds))
+    out: dict = {"method": method, "facts": int(facts["fact_id"].nunique()),
+                 "questions": int(len(preds)), "options": options.as_dict(),
+                 "mc_accuracy": Z.mc_accuracy(preds, **kw),
+                 "probability_mass": Z.probability_mass(preds, **kw),
+                 "mc_accuracy_by_n": Z.accuracy_by_n(preds, **kw),
+                 "accuracy_at_k": Z.accuracy_at_k(preds, thresholds=options.thresholds, **kw)}
+    if "n_examples" in preds.columns:
+        out["n_examples"] = int(preds["n_examples"].max())
+    out["validity"] = validity(facts, planted, column="correct", score="gold_prob",
+                               accuracy_means="multiple-choice correct (mean over seeds)",
+                               score_means="gold probability normalised over the choices",
+                               **kw)
+    resp = outputs[outputs["stage"] == "response"] if "stage" in outputs.columns else None
+    if resp is not None and len(resp):
+        keys = [k for k in ("fact_id", "seed", "n_examples", "template_id")
+                if k in resp.columns and k in preds.columns]
+        have = set(map(tuple, resp[keys].drop_duplicates().to_numpy().tolist()))
+        want = set(map(tuple, preds[keys].drop_duplicates().to_numpy().tolist()))
+        if want - have:
+            raise UserError(f"{len(want - have)} multiple-choice question(s) have no response "
+                            f"row: outputs.parquet is missing rows; rerun 'factprobe eval "
+                            f"{method}'")
+        out["response_accuracy"] = Z.response_accuracy(resp, **kw)
+        rfacts = Z.per_fact(Z.main_n(resp.assign(correct=Z.response_correct(resp).astype(
+            float))), ["correct"])
+        out["validity_response"] = validity(rfacts, planted, column="correct",
+                                            accuracy_means="gold in the greedy continuation",
+                                            score_means="response correctness", **kw)
+    pos = outputs[outputs["stage"] == "position"] if "stage" in outputs.columns else None
+    if pos is not None and len(pos):
+        out["position_probability"] = Z.position_probability(pos)
+    return out
+
+
+def mc_facts(outputs: pd.DataFrame, cfg, method: str = "zp-lke") -> dict[str, pd.DataFrame]:
+    """Per-fact correctness (mean over seeds) and ``known`` (correct > 0.5), for the paired
+    tests and the subsumption matrix."""
+    facts = Z.per_fact(Z.main_n(mc_predictions(outputs, cfg, method)))
+    return {"": facts.assign(known=(facts["correct"] > 0.5).astype(float))}
+
+
+HEADLINES: dict[str, Headline] = {
+    "mc_accuracy": (("mc_accuracy",), "MC accuracy", True),
+    "probability_mass": (("probability_mass",), "gold probability mass", True),
+    "response_accuracy": (("response_accuracy",), "response accuracy", True),
+    **VALIDITY_HEADLINES,
+}
+
+METRICS = MethodMetrics(
+    name="zp-lke", compute=zp_lke_metrics, stage="mc", columns=COLUMNS, facts=mc_facts,
+    headlines=HEADLINES, main="mc_accuracy", family="multiple choice",
+    validity_blocks=("validity", "validity_response"),
+    plots=frozenset({"accuracy_vs_examples", "accuracy_at_k"}))

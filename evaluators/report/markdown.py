@@ -1,0 +1,132 @@
+"""The report's Markdown: each table of :mod:`.tables` as GitHub tables, and ``report.md``."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from builders.core.markdown import table
+from evaluators.methods import METHODS
+from evaluators.report.tables import setting_name_s
+
+
+def fmt(v, lo=None, hi=None, digits: int = 3) -> str:
+    """
+    >>> fmt(0.73456, 0.7, 0.76), fmt(None), fmt(0.5, float("nan"), float("nan"))
+    ('0.735 [0.700, 0.760]', '–', '0.500')
+    """
+    if _missing(v):
+        return "–"
+    s = f"{v:.{digits}f}"
+    if not _missing(lo) and not _missing(hi):
+        s += f" [{lo:.{digits}f}, {hi:.{digits}f}]"
+    return s
+
+
+def _missing(v) -> bool:
+    return v is None or (isinstance(v, float) and np.isnan(v))
+
+
+def leaderboard_markdown(board: pd.DataFrame) -> str:
+    parts = []
+    for (ds, method), g in board.groupby(["dataset", "method"], sort=True):
+        spec = METHODS[method].metrics
+        names = list(dict.fromkeys(g["metric"]))
+        wide = []
+        for (model, setting), s in g.groupby(["model", "setting"], sort=False):
+            row = {"model": model}
+            if spec.contexts:
+                row["context"] = setting
+            for _, x in s.iterrows():
+                row[x["label"]] = fmt(x["value"], x["ci_low"], x["ci_high"])
+            row["_sort"] = s.loc[s["metric"] == spec.main, "value"].squeeze() \
+                if (s["metric"] == spec.main).any() else None
+            wide.append(row)
+        frame = pd.DataFrame(wide)
+        if "_sort" in frame and frame["_sort"].notna().any():
+            frame = frame.sort_values("_sort", ascending=spec.main in spec.lower_is_better,
+                                      kind="stable", na_position="last")
+        frame = frame.drop(columns=["_sort"], errors="ignore")
+        order = ["model"] + (["context"] if spec.contexts else []) + \
+            [spec.headlines[n][1] for n in names]
+        parts.append(f"### {method} on {ds}\n\n" + table(frame[[c for c in order
+                                                                 if c in frame]]))
+    return "\n".join(parts)
+
+
+def per_relation_markdown(rel_table: pd.DataFrame) -> str:
+    parts = []
+    for (ds, method), g in rel_table.groupby(["dataset", "method"], sort=True):
+        g = g.assign(column=[f"{m} ({s})" if s else m for m, s in zip(g["model"], g["setting"])])
+        wide = g.pivot_table(index="relation_id", columns="column", values="value",
+                             aggfunc="first", sort=True)
+        wide = wide.map(fmt)
+        spec = METHODS[method].metrics
+        label = spec.headlines[spec.main][1]
+        parts.append(f"### {label}: {method} on {ds}\n\n" + table(wide.reset_index()))
+    return "\n".join(parts)
+
+
+def validity_markdown(val_table: pd.DataFrame) -> str:
+    if val_table.empty:
+        return "_No run has a planted-knowledge model (planted.json beside the model)._\n"
+    rows = []
+    for _, x in val_table.iterrows():
+        rows.append({"method": x["method"], "dataset": x["dataset"],
+                     "model": setting_name_s(x["model"], x["setting"]),
+                     "estimator": x["estimator"],
+                     "planted": fmt(x["planted_value"], x["planted_ci_low"], x["planted_ci_high"]),
+                     "held-out": fmt(x["held_out_value"], x["held_out_ci_low"],
+                                     x["held_out_ci_high"]),
+                     "difference": fmt(x["difference_value"], x["difference_ci_low"],
+                                       x["difference_ci_high"]),
+                     "AUROC": fmt(x["auroc_value"], x["auroc_ci_low"], x["auroc_ci_high"]),
+                     "n (planted / held-out)": f"{x['n_planted']} / {x['n_held_out']}",
+                     "score": x["score_means"]})
+    return table(pd.DataFrame(rows))
+
+
+def comparisons_markdown(tests: pd.DataFrame) -> str:
+    if tests.empty:
+        return "_No two settings of one dataset and method family to compare._\n"
+    rows = [{"dataset": x["dataset"], "A": x["a"], "B": x["b"], "facts": x["n"],
+             "A acc.": fmt(x["a_value"]), "B acc.": fmt(x["b_value"]),
+             "A - B": fmt(x["difference"], x["ci_low"], x["ci_high"]),
+             "p (paired)": fmt(x["p_value"], digits=4),
+             "only A / only B": f"{x['a_only']} / {x['b_only']}"} for _, x in tests.iterrows()]
+    return table(pd.DataFrame(rows))
+
+
+def matrix_markdown(name: str, m: pd.DataFrame) -> str:
+    return f"### {name}\n\n" + table(m.reset_index().map(
+        lambda v: fmt(v) if isinstance(v, float) else v))
+
+
+def render(runs, lb_md, rel_md, val_md, cmp_md, mat_md, figures, notes, cfg) -> str:
+    o = cfg.options
+    lines = ["# factprobe report", "",
+             f"{len(runs)} run(s). Intervals are 95% bootstrap intervals over facts "
+             f"({o.resamples} resamples, seed {o.seed}, facts resampled within relations); "
+             f"p-values come from a paired sign-flip test over the facts both settings share. "
+             f"See docs/metrics/ for every definition.", "",
+             "## Runs", ""]
+    runs_tab = pd.DataFrame([{"dataset": r.dataset, "method": r.method, "model": r.label,
+                              "run folder": str(r.path), "rows": len(r.outputs),
+                              "planted.json": r.planted_path or "–"} for r in runs])
+    lines += [table(runs_tab), "## Leaderboard", "", lb_md or "_(none)_\n",
+              "## Estimator validity (planted-knowledge model)", "",
+              "Accuracy on the facts the model was taught (planted) and on those it never saw "
+              "(held-out), and the AUROC of each method's per-fact score between the two. "
+              "A valid estimator scores planted facts far above held-out ones.", "", val_md,
+              "## Comparisons", "", cmp_md]
+    if mat_md:
+        lines += ["Subsumption eta(row | column) = share of the row's known facts the column "
+                  "also knows; sharing rate = the same over correctly answered prompts.", ""]
+        lines += mat_md
+    lines += ["## Per relation", "", rel_md or "_(none)_\n"]
+    if figures:
+        lines += ["## Figures", ""]
+        for title, rel in figures:
+            lines += [f"### {title}", "", f"![{title}]({rel})", ""]
+    if notes:
+        lines += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,184 @@
+"""The report's tables as DataFrames: the leaderboard, the main number per relation, estimator
+validity, the paired comparisons with their matrices, and the headline summary
+(``metrics.json``). Markdown rendering is in :mod:`.markdown`."""
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+
+from builders.core.errors import UserError
+from builders.core.markdown import slug
+from evaluators.metrics.stats import paired_test, rnd
+from evaluators.metrics.suite import MetricsOptions
+from evaluators.report.runs import Run
+
+
+def setting_name(run: Run, setting: str) -> str:
+    return f"{run.label} ({setting})" if setting else run.label
+
+
+def setting_name_s(model: str, setting: str) -> str:
+    return f"{model} ({setting})" if setting else model
+
+
+def leaderboard(runs: list[Run], selected: dict[str, list[str]]) -> pd.DataFrame:
+    rows = []
+    for r in runs:
+        spec = r.spec
+        for setting, block in spec.setting_blocks(r.metrics).items():
+            for name in selected[r.method]:
+                h = spec.headline(block, name)
+                rows.append({"dataset": r.dataset, "method": r.method, "model": r.label,
+                             "setting": setting, "metric": name,
+                             "label": spec.headlines[name][1],
+                             "value": None if h is None else h["value"],
+                             "ci_low": None if h is None else h["ci_low"],
+                             "ci_high": None if h is None else h["ci_high"],
+                             "n": None if h is None else h["n"]})
+    cols = ["dataset", "method", "model", "setting", "metric", "label", "value", "ci_low",
+            "ci_high", "n"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def per_relation_table(runs: list[Run]) -> pd.DataFrame:
+    rows = []
+    for r in runs:
+        spec = r.spec
+        main = spec.main
+        for setting, block in spec.setting_blocks(r.metrics).items():
+            for rel, v in sorted(spec.per_relation(block, main).items()):
+                rows.append({"dataset": r.dataset, "method": r.method, "model": r.label,
+                             "setting": setting, "metric": main, "relation_id": rel,
+                             "value": v.get("value"), "ci_low": v.get("ci_low"),
+                             "ci_high": v.get("ci_high"), "n": v.get("n")})
+    return pd.DataFrame(rows, columns=["dataset", "method", "model", "setting", "metric",
+                                       "relation_id", "value", "ci_low", "ci_high", "n"])
+
+
+def validity_table(runs: list[Run]) -> pd.DataFrame:
+    rows = []
+    for r in runs:
+        for setting, block in r.spec.setting_blocks(r.metrics).items():
+            for name in r.spec.validity_blocks:
+                v = block.get(name) or {}
+                if not v:
+                    continue
+                rows.append({"dataset": r.dataset, "method": r.method, "model": r.label,
+                             "setting": setting, "estimator": name,
+                             "accuracy_means": v.get("accuracy_means", ""),
+                             "score_means": v.get("score_means", ""),
+                             **{f"{k}_{f}": (v.get(k) or {}).get(f)
+                                for k in ("planted", "held_out", "difference", "auroc")
+                                for f in ("value", "ci_low", "ci_high")},
+                             "n_planted": (v.get("planted") or {}).get("n"),
+                             "n_held_out": (v.get("held_out") or {}).get("n")})
+    cols = ["dataset", "method", "model", "setting", "estimator", "accuracy_means",
+            "score_means"] + [f"{k}_{f}" for k in ("planted", "held_out", "difference", "auroc")
+                              for f in ("value", "ci_low", "ci_high")] + ["n_planted",
+                                                                           "n_held_out"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+# -------------------------------------------------------------------------- comparisons
+
+def comparison_groups(runs: list[Run], *, common_facts: bool) -> dict:
+    """Settings to compare, per (dataset, method family), with the facts they share. Settings
+    that cover different facts are a user error unless ``common_facts``."""
+    groups: dict[tuple, list[tuple[str, Run, pd.DataFrame]]] = {}
+    for r in runs:
+        for setting, facts in r.spec.settings(r.outputs, r.config).items():
+            name = f"{r.method}:{setting_name(r, setting)}"
+            groups.setdefault((r.dataset, r.spec.family), []).append((name, r, facts))
+    out = {}
+    for (ds, family), members in sorted(groups.items()):
+        if len(members) < 2:
+            continue
+        ids = [set(f["fact_id"]) for _, _, f in members]
+        common = set.intersection(*ids)
+        if any(s != common for s in ids) and not common_facts:
+            (_, ra, fa), (_, rb, fb) = _differing(members, ids)
+            shared = len(set(fa["fact_id"]) & set(fb["fact_id"]))
+            raise UserError(f"{ra.path} and {rb.path} cover different facts of {ds} "
+                            f"({len(fa)} vs {len(fb)}, {shared} shared): rerun one with "
+                            f"the other's --relations/--limit, or pass --common-facts to "
+                            f"compare them on the facts they share")
+        if common:
+            out[(ds, family)] = (members, common)
+        else:
+            out[(ds, family)] = (members, set())
+    return out
+
+
+def _subsumption(members, common: set) -> tuple[str, pd.DataFrame]:
+    from evaluators.metrics.zp_lke import subsumption_matrix
+    known = {n: set(f.loc[(f["fact_id"].isin(common)) & (f["known"] > 0), "fact_id"])
+             for n, _, f in members}
+    return "subsumption", subsumption_matrix(known).round(4)
+
+
+def _sharing(members, common: set) -> tuple[str, pd.DataFrame]:
+    from evaluators.metrics.belief import sharing_rate
+    names = [n for n, _, _ in members]
+    units = {n: {u for u in f.attrs.get("units", set()) if u[0] in common}
+             for n, _, f in members}
+    return "sharing", pd.DataFrame([[sharing_rate(units[a], units[b]) for b in names]
+                                    for a in names], index=names, columns=names).round(4)
+
+
+# The matrix each method family's settings are compared by (a family is a MethodMetrics field:
+# multiple choice has known facts, BELIEF correctly answered prompts; MONITOR has none).
+MATRICES = {"multiple choice": _subsumption, "BELIEF": _sharing}
+
+
+def comparisons(groups: dict, *, options: MetricsOptions
+                ) -> tuple[pd.DataFrame, list[tuple[str, pd.DataFrame]], list[str]]:
+    """Paired tests between every two settings of one dataset and method family, and the
+    subsumption (multiple choice) or knowledge-sharing (BELIEF) matrices."""
+    tests, matrices, notes = [], [], []
+    for (ds, family), (members, common) in sorted(groups.items()):
+        if not common:
+            notes.append(f"{', '.join(n for n, _, _ in members)} on {ds} share no fact: "
+                         f"not compared.")
+            continue
+        for (na, ra, fa), (nb, rb, fb) in combinations(members, 2):
+            a = fa[fa["fact_id"].isin(common)].sort_values("fact_id")
+            b = fb[fb["fact_id"].isin(common)].sort_values("fact_id")
+            t = paired_test(a["correct"].to_numpy(), b["correct"].to_numpy(),
+                            a["relation_id"].to_numpy(), resamples=options.resamples,
+                            seed=options.seed)
+            tests.append({"dataset": ds, "family": family, "a": na, "b": nb,
+                          "a_value": rnd(a["correct"].mean()), "b_value": rnd(b["correct"].mean()),
+                          **t})
+        if family in MATRICES:
+            kind, m = MATRICES[family](members, common)
+            matrices.append((f"{kind}-{slug(ds)}", m))
+    cols = ["dataset", "family", "a", "b", "n", "a_value", "b_value", "difference", "ci_low",
+            "ci_high", "p_value", "a_only", "b_only"]
+    return pd.DataFrame(tests, columns=cols), matrices, notes
+
+
+def _differing(members, ids):
+    first = ids[0]
+    for m, s in zip(members[1:], ids[1:]):
+        if s != first:
+            return members[0], m
+    return members[0], members[1]
+
+
+# ---------------------------------------------------------------------------- summaries
+
+def summary_metrics(board: pd.DataFrame) -> dict:
+    """{dataset: {method: {model[ (context)]: {metric: {value, ci_low, ci_high}}}}}."""
+    out: dict = {}
+    for _, x in board.iterrows():
+        if x["value"] is None or (isinstance(x["value"], float) and np.isnan(x["value"])):
+            continue
+        name = setting_name_s(x["model"], x["setting"])
+        entry = {"value": x["value"]}
+        if x["ci_low"] is not None and not pd.isna(x["ci_low"]):
+            entry.update(ci_low=x["ci_low"], ci_high=x["ci_high"])
+        out.setdefault(x["dataset"], {}).setdefault(x["method"], {}).setdefault(
+            name, {})[x["metric"]] = entry
+    return out

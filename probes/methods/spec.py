@@ -1,0 +1,35 @@
+"""What each probe module says about its method: :class:`Probe`. The table of methods
+(:mod:`evaluators.methods`) pairs each probe with its metrics."""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import pandas as pd
+
+from probes.plan import Plan
+
+BACKENDS = ("hf-causal", "hf-masked")
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str                         # the `factprobe eval NAME` subcommand and run.json's method
+    summary: str                      # one line for `factprobe eval --help`
+    examples: str                     # command lines shown under `factprobe eval NAME --help`
+    config: type                      # the method's config dataclass (run.json method_config)
+    tables: tuple[str, ...]           # tables of the dataset folder the plan reads
+    # (dataset tables by name, config) -> the requests to run
+    plan: Callable[[dict[str, pd.DataFrame], Any], Plan]
+    # adds the method's own flags (an argument group) to its subcommand's parser
+    add_flags: Callable[[argparse.ArgumentParser], None]
+    # parsed flags -> config; a UserError for flags that do not go together
+    from_args: Callable[[argparse.Namespace], Any]
+    # the paper: a key of builders.publish.citations.PAPERS ("" for a method without one)
+    citation: str = ""
+    backend: str = "hf-causal"        # the model kind: hf-causal or hf-masked
+
+    def __post_init__(self):
+        if self.backend not in BACKENDS:
+            raise ValueError(f"{self.name}: backend {self.backend!r} is not one of {BACKENDS}")

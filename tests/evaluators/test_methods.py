@@ -1,0 +1,39 @@
+"""The table of methods: each entry is consistent with itself and with what the CLI, the
+report and the dataset cards read from it."""
+from __future__ import annotations
+
+import pytest
+
+from builders.publish.citations import PAPERS
+from evaluators.methods import METHODS
+
+# the figures of evaluators.report.plots a method can take part in
+FIGURES = {"calibration", "accuracy_vs_examples", "accuracy_at_k", "monitor_vs_accuracy"}
+
+
+@pytest.mark.parametrize("name", list(METHODS))
+def test_entry(name):
+    m = METHODS[name]
+    assert m.name == name == m.probe.name == m.metrics.name
+    assert m.probe.citation in PAPERS
+    assert "facts" in m.probe.tables
+    assert m.metrics.main in m.metrics.headlines
+    assert m.metrics.lower_is_better <= set(m.metrics.headlines)
+    assert m.metrics.plots <= FIGURES
+    assert m.probe.examples.endswith("\n") and f"factprobe eval {name} " in m.probe.examples
+
+
+def test_each_method_names_a_backend_kind_of_the_table():
+    from probes.backends import KINDS
+    assert {n: m.probe.backend for n, m in METHODS.items()} == {
+        "zp-lke": "hf-causal", "prompt": "hf-causal", "belief": "hf-masked",
+        "belief-icl": "hf-causal", "monitor": "hf-causal"}
+    assert {m.probe.backend for m in METHODS.values()} <= set(KINDS)
+
+
+def test_run_json_names_an_unknown_method():
+    from builders.core.errors import UserError
+    from evaluators.methods import method
+    with pytest.raises(UserError, match=r"r/run.json: method 'x' is not one factprobe knows "
+                                        r"\(zp-lke, prompt, belief, belief-icl, monitor\)"):
+        method("x", "r/run.json")
