@@ -2,35 +2,13 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from builders.core.argtypes import count, positive, relation_list, seconds
+from builders.core.argtypes import count, positive, relation_list
 from builders.core.errors import UserError
+from evaluators.cli import templates as cli_templates  # templates, misprimes, multiprompt, fktc
+from evaluators.cli.common import cache_dir, network_flags, show_progress
 from evaluators.cli.dump_flags import add_dump_flags, dump_options
-
-
-def show_progress(args) -> bool:
-    """Progress bars unless --quiet, and only on a terminal: a captured stderr (a pipeline, a
-    test) then holds nothing but the one line an error is."""
-    return not args.quiet and sys.stderr.isatty()
-
-
-def _network_flags(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("network (wikidata, sparql)")
-    g.add_argument("--contact", help="contact (e-mail or URL) for the User-Agent; default "
-                   "$FACTPROBE_CONTACT")
-    g.add_argument("--cache-dir", help="response cache; default $FACTPROBE_CACHE_DIR or "
-                   "~/.cache/factprobe")
-    g.add_argument("--refresh", action="store_true", help="ignore cached responses")
-    g.add_argument("--timeout", type=seconds, default=65.0, help="seconds per request (65)")
-    g.add_argument("--retries", type=count, default=3,
-                   help="retries after a failure, with backoff 1, 2, 4 s... (3)")
-
-
-def _cache_dir(args) -> str:
-    from builders.core.cache import default_cache_dir
-    return args.cache_dir or str(default_cache_dir())
 
 
 EPILOG_FACTS = """examples:
@@ -65,7 +43,7 @@ def _add_facts(sub, common) -> None:
                    help="a namespace prefix for relation names and ids (repeatable)")
     p.add_argument("--skip-bad", action="store_true",
                    help="skip malformed input lines and count them instead of failing")
-    _network_flags(p)
+    network_flags(p)
     add_dump_flags(p)
     p.set_defaults(run=_run_facts)
 
@@ -77,9 +55,9 @@ def _run_facts(args) -> str:
                       path=args.path, endpoint=args.endpoint, limit=args.limit, lang=args.lang,
                       page_size=args.page_size, date_format=args.date_format,
                       prefixes=parse_prefix_args(args.prefix), skip_bad=args.skip_bad,
-                      contact=args.contact, cache_dir=_cache_dir(args), refresh=args.refresh,
+                      contact=args.contact, cache_dir=cache_dir(args), refresh=args.refresh,
                       timeout_s=args.timeout, retries=args.retries, progress=show_progress(args),
-                      dump=dump_options(args, _cache_dir(args)))
+                      dump=dump_options(args, cache_dir(args)))
     out = build_facts(cfg)
     return f"wrote {out}"
 
@@ -101,7 +79,7 @@ def _add_aliases(sub, common) -> None:
     p.add_argument("--endpoint", help="SPARQL endpoint to read altLabels from")
     p.add_argument("--api-url", help="Wikibase Action API URL (default: Wikidata's)")
     p.add_argument("--lang", default="en")
-    _network_flags(p)
+    network_flags(p)
     p.set_defaults(run=_run_aliases)
 
 
@@ -110,7 +88,7 @@ def _run_aliases(args) -> str:
     cfg = AliasConfig(facts=args.facts, out=args.out, via=args.via, api_url=args.api_url,
                       path=args.path,
                       endpoint=args.endpoint, lang=args.lang, contact=args.contact,
-                      cache_dir=_cache_dir(args), refresh=args.refresh, timeout_s=args.timeout,
+                      cache_dir=cache_dir(args), refresh=args.refresh, timeout_s=args.timeout,
                       retries=args.retries, progress=show_progress(args))
     return f"wrote {build_aliases(cfg)}"
 
@@ -192,7 +170,7 @@ def _add_nobel(sub, common) -> None:
                        help=f"default {getattr(d, attr)}")
     p.add_argument("--skip-bad", action="store_true",
                    help="wikidata-dump: skip and count malformed lines instead of failing")
-    _network_flags(p)
+    network_flags(p)
     add_dump_flags(p)
     p.set_defaults(run=_run_nobel)
 
@@ -218,7 +196,7 @@ def _run_nobel(args) -> str:
         from builders.sources.wikidata_dump.to_nobel import nobel_from_dump
         if not args.path:
             raise UserError("--source wikidata-dump needs --path latest-all.json.bz2")
-        out = nobel_from_dump(args.path, cfg, dump_options(args, _cache_dir(args)),
+        out = nobel_from_dump(args.path, cfg, dump_options(args, cache_dir(args)),
                               skip_bad=args.skip_bad)
         return f"wrote {out}"
     if source == "rdf":
@@ -231,21 +209,12 @@ def _run_nobel(args) -> str:
         url = args.endpoint or (WIKIDATA_ENDPOINT if source == "wikidata" else None)
         if not url:
             raise UserError("--source sparql needs --endpoint URL")
-        endpoint = HttpEndpoint(url, cache_dir=_cache_dir(args), contact=args.contact,
+        endpoint = HttpEndpoint(url, cache_dir=cache_dir(args), contact=args.contact,
                                 timeout_s=args.timeout, policy=RetryPolicy(retries=args.retries),
                                 refresh=args.refresh)
         prefixes = {**WELL_KNOWN, **user_prefixes}
         tag = "wikidata" if source == "wikidata" else f"sparql:{url}"
     return f"wrote {build_nobel(endpoint, cfg, prefixes, tag)}"
-
-
-def common_flags() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--quiet", action="store_true", help="no progress bars or messages")
-    common.add_argument("--force", action="store_true",
-                        help="replace a factprobe output of another kind at --out, or one "
-                             "holding files factprobe did not write (those are kept)")
-    return common
 
 
 def register(subparsers, common: argparse.ArgumentParser) -> None:
@@ -255,5 +224,4 @@ def register(subparsers, common: argparse.ArgumentParser) -> None:
     _add_aliases(sub, common)
     _add_mc(sub, common)
     _add_nobel(sub, common)
-    from evaluators.cli import templates as cli_templates  # templates, misprimes, multiprompt, fktc
     cli_templates.add_commands(sub, common)

@@ -5,7 +5,7 @@ import argparse
 
 from builders.core.argtypes import count, fraction, positive, relation_list, seconds, temperature
 from builders.core.errors import UserError
-from evaluators.cli.build import show_progress
+from evaluators.cli.common import show_progress
 
 
 def _templates_source(p: argparse.ArgumentParser) -> None:
