@@ -84,8 +84,9 @@ def _add_aliases(sub, common) -> None:
 
 
 def _run_aliases(args) -> str:
-    from builders.datasets.aliases import AliasConfig, build_aliases
-    cfg = AliasConfig(facts=args.facts, out=args.out, via=args.via, api_url=args.api_url,
+    from builders.core.inputs import resolve_input
+    from builders.datasets.aliases import ALIASES_INPUT, AliasConfig, build_aliases
+    cfg = AliasConfig(facts=resolve_input(args.facts, ALIASES_INPUT), out=args.out, via=args.via, api_url=args.api_url,
                       path=args.path,
                       endpoint=args.endpoint, lang=args.lang, contact=args.contact,
                       cache_dir=cache_dir(args), refresh=args.refresh, timeout_s=args.timeout,
@@ -123,10 +124,11 @@ def _add_mc(sub, common) -> None:
 
 
 def _run_mc(args) -> str:
-    from builders.datasets.mc import MCConfig, build_mc
+    from builders.core.inputs import resolve_input
+    from builders.datasets.mc import MC_INPUT, MCConfig, build_mc
     suffixes = (" language",) if args.strip_suffix is None else tuple(
         s for s in args.strip_suffix if s)
-    cfg = MCConfig(facts=args.facts, out=args.out, choices=args.choices,
+    cfg = MCConfig(facts=resolve_input(args.facts, MC_INPUT), out=args.out, choices=args.choices,
                    min_facts=args.min_facts, min_objects=args.min_objects, train=args.train,
                    test=args.test, seed=args.seed,
                    exclude_relations=tuple(x.strip() for x in args.exclude_relations.split(",")

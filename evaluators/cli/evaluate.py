@@ -140,8 +140,8 @@ def run_method(method_name: str, args, method_cfg) -> str:
     from probes.planting.plant import load_planted
     method = METHODS[method_name]
     backend_cfg = _backend_config(args)
-    from builders.publish.hub import open_dataset
-    folder = open_dataset(args.dataset)  # a folder, a Hub-layout folder, or hf://org/name@rev
+    from builders.core.inputs import open_input
+    folder = open_input(args.dataset)  # a folder, a Hub-layout folder, or hf://org/name@rev
     tables = load_tables(folder, method.tables, method_name)
     tables["facts"] = select_facts(tables["facts"], args.relations, args.limit)
     cfg = EvalConfig(method=method_name, dataset=str(folder), out=args.out,

@@ -16,12 +16,13 @@ import pytest
 import yaml
 
 from builders.core.errors import UserError
+from builders.core.open import open_dataset
 from builders.core.tables import base_manifest, read_table, write_dataset
 from builders.datasets.build_facts import FactsConfig, build_facts
 from builders.datasets.mc import MCConfig, build_mc
 from builders.publish.card import CardOptions, default_license
 from builders.publish.export import LAYOUT_FILE, export_hub_folder, read_layout
-from builders.publish.hub import PublishConfig, open_dataset, publish
+from builders.publish.upload import PublishConfig, publish
 from tests.conftest import WIKIDATA_MINI
 
 ROOT = Path(__file__).resolve().parents[3]
