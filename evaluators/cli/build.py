@@ -25,10 +25,10 @@ EPILOG_FACTS = """examples:
 
 
 def _add_facts(sub, common) -> None:
-    from builders.datasets.build_facts import SOURCES
+    from builders.sources.table import SOURCES
     p = sub.add_parser("facts", parents=[common], help="read facts from a knowledge graph",
                        epilog=EPILOG_FACTS, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--source", required=True, choices=SOURCES)
+    p.add_argument("--source", required=True, choices=tuple(SOURCES))
     p.add_argument("--endpoint", help="SPARQL endpoint URL (sparql; overrides wikidata's)")
     p.add_argument("--path", help="input file or folder (rdf, trex, csv, wikidata-dump)")
     p.add_argument("--relations", required=True, type=relation_list,
