@@ -2,10 +2,8 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from builders.core.argtypes import count, positive, relation_list
-from builders.core.errors import UserError
 from evaluators.cli import templates as cli_templates  # templates, misprimes, multiprompt, fktc
 from evaluators.cli.common import cache_dir, network_flags, show_progress
 from evaluators.cli.dump_flags import add_dump_flags, dump_options
@@ -151,10 +149,11 @@ EPILOG_NOBEL = """examples:
 
 def _add_nobel(sub, common) -> None:
     from builders.datasets.nobel import NobelModel
+    from builders.datasets.nobel_source import NOBEL_SOURCES
     d = NobelModel()
     p = sub.add_parser("nobel", parents=[common], help="Nobel laureates and their birth years",
                        epilog=EPILOG_NOBEL, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--source", choices=("wikidata", "sparql", "rdf", "wikidata-dump"),
+    p.add_argument("--source", choices=NOBEL_SOURCES,
                    help="default: sparql when --endpoint is given, rdf with --path (wikidata-dump "
                         "when it is a compressed or JSON dump), else wikidata")
     p.add_argument("--endpoint", help="SPARQL endpoint URL")
@@ -178,45 +177,19 @@ def _add_nobel(sub, common) -> None:
 
 
 def _run_nobel(args) -> str:
-    from builders.core.retry import RetryPolicy
-    from builders.datasets.nobel import NobelConfig, NobelModel, build_nobel
-    from builders.sources.iris import WELL_KNOWN, parse_prefix_args
-    from builders.sources.sparql import WIKIDATA_ENDPOINT, HttpEndpoint, LocalGraph
-    source = args.source or ("sparql" if args.endpoint else "rdf" if args.path else "wikidata")
-    if not args.source and args.path:
-        from builders.sources.wikidata_dump.stream import is_dump_path
-        source = "wikidata-dump" if is_dump_path(args.path) else source
-    reads_path = source in ("rdf", "wikidata-dump")
-    if reads_path and args.endpoint or not reads_path and args.path:
-        raise UserError(f"--source {source} reads {'--path' if reads_path else '--endpoint'}"
-                        f"; drop {'--endpoint' if reads_path else '--path'}")
-    user_prefixes = parse_prefix_args(args.prefix)
+    from builders.datasets.nobel import NobelConfig, NobelModel
+    from builders.datasets.nobel_source import NobelSource, build_nobel_from, choose_source
+    from builders.sources.iris import parse_prefix_args
+    choose_source(args.source, args.path, args.endpoint)  # a flag conflict before anything else
+    src = NobelSource(source=args.source, path=args.path, endpoint=args.endpoint,
+                      prefixes=parse_prefix_args(args.prefix), contact=args.contact,
+                      cache_dir=cache_dir(args), refresh=args.refresh, timeout_s=args.timeout,
+                      retries=args.retries, dump=dump_options(args, cache_dir(args)),
+                      skip_bad=args.skip_bad)
     model = NobelModel(**{k: getattr(args, k) for k in NobelModel.__dataclass_fields__})
     cfg = NobelConfig(out=args.out, model=model, max_year=args.max_year, lang=args.lang,
                       progress=show_progress(args))
-    if source == "wikidata-dump":
-        from builders.sources.wikidata_dump.to_nobel import nobel_from_dump
-        if not args.path:
-            raise UserError("--source wikidata-dump needs --path latest-all.json.bz2")
-        out = nobel_from_dump(args.path, cfg, dump_options(args, cache_dir(args)),
-                              skip_bad=args.skip_bad)
-        return f"wrote {out}"
-    if source == "rdf":
-        if not args.path:
-            raise UserError("--source rdf needs --path FILE")
-        endpoint = LocalGraph(args.path)
-        prefixes = {**WELL_KNOWN, **endpoint.prefixes, **user_prefixes}
-        tag = f"rdf:{Path(args.path).name}"
-    else:
-        url = args.endpoint or (WIKIDATA_ENDPOINT if source == "wikidata" else None)
-        if not url:
-            raise UserError("--source sparql needs --endpoint URL")
-        endpoint = HttpEndpoint(url, cache_dir=cache_dir(args), contact=args.contact,
-                                timeout_s=args.timeout, policy=RetryPolicy(retries=args.retries),
-                                refresh=args.refresh)
-        prefixes = {**WELL_KNOWN, **user_prefixes}
-        tag = "wikidata" if source == "wikidata" else f"sparql:{url}"
-    return f"wrote {build_nobel(endpoint, cfg, prefixes, tag)}"
+    return f"wrote {build_nobel_from(src, cfg)}"
 
 
 def register(subparsers, common: argparse.ArgumentParser) -> None:
