@@ -204,6 +204,33 @@ def test_hf_spec_downloads_a_snapshot_and_converts_it(built, tmp_path, monkeypat
         open_dataset("hf://not a repo", cache_dir=tmp_path / "cache")
 
 
+@pytest.mark.parametrize("command,flags", [
+    ("mc", ("--choices", "3", "--min-facts", "5", "--min-objects", "5", "--train", "2",
+            "--test", "3")),
+    ("misprimes", ("--negatives", "2")),
+    ("multiprompt", ("--templates-dir", str(ROOT / "data" / "templates"))),
+    ("templates", ("--paraphrases", "0", "--relations", "P36,P37",
+                   "--templates-dir", str(ROOT / "data" / "templates"))),
+])
+def test_build_commands_read_facts_from_hf(built, tmp_path, monkeypatch, command, flags):
+    """Every build command's --facts goes through the one input resolver: hf://ORG/NAME gives
+    the bytes the local folder gives."""
+    from evaluators.cli.app import main
+    snapshot = tmp_path / "snapshots" / ("facade" * 6 + "cafe")
+    export_hub_folder(built["facts"], snapshot, CardOptions(repo_id="my-org/facts"))
+    monkeypatch.setattr("huggingface_hub.snapshot_download", lambda repo_id, **kw: str(snapshot))
+    monkeypatch.setenv("FACTPROBE_CACHE_DIR", str(tmp_path / "cache"))
+    local, remote = tmp_path / "local" / command, tmp_path / "remote" / command
+    assert main(["build", command, "--quiet", "--facts", str(built["facts"]), "--out",
+                 str(local), *flags]) == 0
+    assert main(["build", command, "--quiet", "--facts", "hf://my-org/facts@v1", "--out",
+                 str(remote), *flags]) == 0
+    names = sorted(p.name for p in local.iterdir())
+    assert names == sorted(p.name for p in remote.iterdir()) and "dataset.json" in names
+    for name in names:
+        assert (local / name).read_bytes() == (remote / name).read_bytes(), name
+
+
 def _mock_api(tags=(), branches=("main",)):
     api = mock.MagicMock(name="HfApi()")
     api.list_repo_refs.return_value = SimpleNamespace(
