@@ -1,11 +1,18 @@
-"""The datasets a ``build`` command reads (``--facts``, ``--types``, ``--templates``), checked
-before any work: a folder that exists, holds a manifest of the right kind, and tables with the
-columns the builder reads. A wrong input is one :class:`UserError` that names the flag, never
-a ``KeyError`` halfway through a build.
+"""The one way to open a dataset a command reads (``--facts``, ``--types``, ``--templates``,
+``--dataset``): from wherever it is (a dataset folder, a folder in the Hub layout,
+``hf://ORG/NAME[@REVISION]``, see :mod:`builders.core.open`), then checked against what the
+command needs, before any work: a folder that exists, holds a manifest of the right kind, and a
+table with the columns the builder reads. A wrong input is one :class:`UserError` that names
+the flag, never a ``KeyError`` halfway through a build.
+
+The CLI resolves every input with :func:`resolve_input` and hands the builder the
+:class:`InputDataset`; each builder declares what it reads as a :class:`Needs` next to its code,
+and :func:`as_input` lets a library caller pass a plain path instead.
 """
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -25,38 +32,67 @@ FACTS_OR_MISPRIMES = ("facts", "misprimes")
 TEMPLATES = ("templates",)
 
 
-def input_dataset(spec: str | os.PathLike, flag: str, kinds: tuple[str, ...] | None,
-                  table: str = "facts", columns=(), reference: pa.Schema | None = None
-                  ) -> tuple[Path, dict]:
-    """(local folder, manifest) of the dataset ``spec`` given to ``flag``.
+@dataclass(frozen=True)
+class Needs:
+    """What a command needs of a dataset it reads.
 
-    ``spec`` may be anything :func:`builders.publish.hub.open_dataset` opens. ``kinds``: the manifest
-    kinds accepted (None: any). ``table`` must exist with ``columns`` (typed as in
-    ``reference``, default the facts schema).
+    ``flag`` names it in messages; ``kinds``: the manifest kinds accepted (None: any);
+    ``table`` must exist with ``columns``, typed as in ``reference`` (default: the facts schema).
     """
-    from builders.publish.hub import (
-        open_dataset,  # a Hub-layout folder or hf://ORG/NAME becomes a local one
-    )
+    flag: str
+    kinds: tuple[str, ...] | None
+    table: str = "facts"
+    columns: tuple[str, ...] = ()
+    reference: pa.Schema | None = None
+
+
+@dataclass(frozen=True)
+class InputDataset:
+    """A dataset opened and checked: ``spec`` as the user gave it (messages name it), the local
+    factprobe dataset ``folder`` it resolved to, and its manifest."""
+    spec: str
+    folder: Path
+    manifest: dict
+
+
+def open_input(spec: str | os.PathLike) -> Path:
+    """The local dataset folder for ``spec``, unchecked: for a command whose checks depend on
+    more than a kind (``eval --dataset``: the method's tables, checked by the method table)."""
+    from builders.core.open import open_dataset
+    return open_dataset(spec)
+
+
+def resolve_input(spec: str | os.PathLike, needs: Needs) -> InputDataset:
+    """Open the dataset ``spec`` and check it against ``needs``."""
     path = Path(spec)
     if path.is_file():
-        raise UserError(f"{flag} {spec} is a file; give a dataset folder built by "
+        raise UserError(f"{needs.flag} {spec} is a file; give a dataset folder built by "
                         f"'factprobe build'")
-    folder = open_dataset(spec)
+    folder = open_input(spec)
     if (folder / "run.json").is_file() and not (folder / "dataset.json").exists():
-        raise UserError(f"{flag} {spec} is an eval run folder, not a dataset; give a dataset "
-                        f"folder built by 'factprobe build'")
+        raise UserError(f"{needs.flag} {spec} is an eval run folder, not a dataset; give a "
+                        f"dataset folder built by 'factprobe build'")
     manifest = read_manifest(folder)
-    if kinds is not None:
-        check_kind(spec, manifest, kinds, flag)
-    require_columns(read_schema(folder, table), columns, table_path(folder, table), reference)
-    return folder, manifest
+    if needs.kinds is not None:
+        check_kind(spec, manifest, needs.kinds, needs.flag)
+    require_columns(read_schema(folder, needs.table), needs.columns,
+                    table_path(folder, needs.table), needs.reference)
+    return InputDataset(spec=str(spec), folder=folder, manifest=manifest)
 
 
-def templates_input(spec: str | os.PathLike | None) -> Path | None:
-    """The templates dataset given to ``--templates`` (None when not given), checked."""
-    if not spec:
+def as_input(value: InputDataset | str | os.PathLike | None, needs: Needs
+             ) -> InputDataset | None:
+    """``value`` as an :class:`InputDataset`: as is when the CLI already resolved it, resolved
+    here when a library caller gave a path; None stays None (an optional input not given)."""
+    if value is None or value == "":
         return None
+    if isinstance(value, InputDataset):
+        return value
+    return resolve_input(value, needs)
+
+
+def templates_needs() -> Needs:
+    """What ``--templates`` (a templates dataset) must hold."""
     from builders.templates.files import TEMPLATES_SCHEMA
-    folder, _ = input_dataset(spec, "--templates", TEMPLATES, table="templates",
-                              columns=TEMPLATES_SCHEMA.names, reference=TEMPLATES_SCHEMA)
-    return folder
+    return Needs("--templates", TEMPLATES, table="templates",
+                 columns=tuple(TEMPLATES_SCHEMA.names), reference=TEMPLATES_SCHEMA)

@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow as pa
 
 from builders.core.errors import UserError
-from builders.core.inputs import FACTS, input_dataset
+from builders.core.inputs import FACTS, InputDataset, Needs, as_input
 from builders.core.retry import RetryPolicy
 from builders.core.tables import base_manifest, file_sha256, read_table, write_dataset
 from builders.datasets.facts import alias_lists
@@ -22,7 +22,7 @@ VALUES_BATCH = 200  # entity IRIs per altLabel query: keeps each query well unde
 
 @dataclass(frozen=True)
 class AliasConfig:
-    facts: str
+    facts: InputDataset | str      # resolved by the CLI (ALIASES_INPUT), or a path
     out: str
     via: str = "wikidata"
     api_url: str | None = None       # a Wikibase Action API other than Wikidata's
@@ -105,6 +105,7 @@ def wikidata_aliases(cfg: AliasConfig, ids: list[str]) -> tuple[pd.DataFrame, di
 
 NAME_COLUMNS = ["subject_id", "object_id", "subject", "object", "subject_aliases",
                 "object_aliases"]
+ALIASES_INPUT = Needs("--facts", FACTS, columns=tuple(NAME_COLUMNS))
 
 
 def build_aliases(cfg: AliasConfig) -> Path:
@@ -116,7 +117,8 @@ def build_aliases(cfg: AliasConfig) -> Path:
     if cfg.via == "graph" and cfg.api_url:
         raise UserError("--api-url is for --via wikidata; --via graph reads --path or "
                         "--endpoint")
-    folder, manifest = input_dataset(cfg.facts, "--facts", FACTS, columns=NAME_COLUMNS)
+    facts_input = as_input(cfg.facts, ALIASES_INPUT)
+    folder, manifest = facts_input.folder, facts_input.manifest
     cfg = replace(cfg, facts=str(folder))
     facts = read_table(cfg.facts, "facts")
     df = facts.select(NAME_COLUMNS).to_pandas()

@@ -21,24 +21,28 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from builders.core.errors import UserError
-from builders.core.inputs import FACTS_OR_MISPRIMES, input_dataset, templates_input
+from builders.core.inputs import InputDataset, as_input, templates_needs
 from builders.core.tables import base_manifest, file_sha256, read_table, write_dataset
-from builders.datasets.misprimes import NEGATIVE_COLUMNS, draw_negatives, negatives_array
+from builders.datasets.misprimes import MISPRIMES_INPUT, draw_negatives, negatives_array
 from builders.templates.files import Template, question_text, read_templates, templates_table
 from builders.templates.filters import diverse
 
 
 @dataclass(frozen=True)
 class FktcConfig:
-    facts: str
+    facts: InputDataset | str          # resolved by the CLI (FKTC_INPUT), or a path
     out: str
-    templates: str | None = None
+    templates: InputDataset | str | None = None  # a templates dataset (templates_needs())
     templates_dir: str = "data/templates"
     questions: int = 7          # question templates per relation, the base one included
     negatives: int = 5
     seed: int = 0
     bleu: float = 0.7
     progress: bool = True
+
+
+# fktc draws negatives again, so it reads what misprimes reads
+FKTC_INPUT = MISPRIMES_INPUT
 
 
 def pick_questions(templates: list[Template], limit: int, bleu: float
@@ -69,9 +73,11 @@ def prompt_count(facts: pa.Table, questions_per_relation: dict[str, int]) -> int
 def build_fktc(cfg: FktcConfig) -> Path:
     if cfg.questions < 1 or cfg.negatives < 1:
         raise UserError("--questions and --negatives must be at least 1")
-    folder, manifest = input_dataset(cfg.facts, "--facts", FACTS_OR_MISPRIMES,
-                                     columns=NEGATIVE_COLUMNS)
-    templates_folder = templates_input(cfg.templates)
+    facts_input = as_input(cfg.facts, FKTC_INPUT)
+    folder, manifest = facts_input.folder, facts_input.manifest
+    templates_input = as_input(cfg.templates, templates_needs())
+    templates_folder = templates_input.folder if templates_input else None
+    templates_spec = templates_input.spec if templates_input else None
     facts = read_table(folder, "facts")
     in_facts = sorted(set(facts["relation_id"].to_pylist()))
     by_rel: dict[str, list[Template]] = defaultdict(list)
@@ -88,8 +94,8 @@ def build_fktc(cfg: FktcConfig) -> Path:
         chosen[rid] = qs
         bleu_dropped[rid] = n_bleu
     if not chosen:
-        raise UserError(f"no relation of {cfg.facts} has a question template in "
-                        f"{cfg.templates or cfg.templates_dir}")
+        raise UserError(f"no relation of {facts_input.spec} has a question template in "
+                        f"{templates_spec or cfg.templates_dir}")
     facts = facts.filter(pc.is_in(facts["relation_id"], value_set=pa.array(sorted(chosen))))
     lists, neg_counts = draw_negatives(facts, cfg.negatives, cfg.seed)
     if "negatives" in facts.column_names:
@@ -110,7 +116,7 @@ def build_fktc(cfg: FktcConfig) -> Path:
                                                   value_set=pa.array(sorted(chosen))))
     source = {"type": "facts", "facts_dataset": manifest.get("name"),
               "facts_sha256": file_sha256(folder / "facts.parquet"),
-              "templates": cfg.templates or cfg.templates_dir}
+              "templates": templates_spec or cfg.templates_dir}
     if templates_folder:
         source["templates_sha256"] = file_sha256(templates_folder / "templates.parquet")
     params = {"questions": cfg.questions, "negatives": cfg.negatives, "seed": cfg.seed,

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from builders.core.errors import UserError
-from builders.core.inputs import FACTS, input_dataset
+from builders.core.inputs import FACTS, InputDataset, Needs, as_input
 from builders.core.tables import (
     RELATIONS_SCHEMA,
     base_manifest,
@@ -33,7 +33,7 @@ from builders.core.tables import (
 
 @dataclass(frozen=True)
 class MCConfig:
-    facts: str
+    facts: InputDataset | str      # resolved by the CLI (MC_INPUT), or a path
     out: str
     choices: int = 100
     min_facts: int = 500
@@ -127,6 +127,7 @@ def _draw_excluding(rng: np.random.Generator, pool_size: int, excluded: np.ndarr
 
 # what the builder reads (every other column of a fact row is carried along as it is)
 MC_COLUMNS = ["fact_id", "relation_id", "subject_id", "object", "answers", "split"]
+MC_INPUT = Needs("--facts", FACTS, columns=tuple(MC_COLUMNS))
 
 
 def build_mc(cfg: MCConfig) -> Path:
@@ -134,7 +135,8 @@ def build_mc(cfg: MCConfig) -> Path:
         raise UserError("--choices must be at least 2")
     if cfg.test < 1:
         raise UserError("--test must be at least 1: the test rows are what a probe scores")
-    folder, facts_manifest = input_dataset(cfg.facts, "--facts", FACTS, columns=MC_COLUMNS)
+    facts_input = as_input(cfg.facts, MC_INPUT)
+    folder, facts_manifest = facts_input.folder, facts_input.manifest
     cfg = replace(cfg, facts=str(folder))
     facts_path = Path(cfg.facts) / "facts.parquet"
     slim = read_table(cfg.facts, "facts", ["relation_id", "subject_id", "object"])

@@ -17,19 +17,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from builders.core.errors import UserError
-from builders.core.inputs import FACTS, FACTS_OR_MISPRIMES, input_dataset
+from builders.core.inputs import FACTS, FACTS_OR_MISPRIMES, InputDataset, Needs, as_input
 from builders.core.tables import base_manifest, file_sha256, read_table, write_dataset
 from builders.datasets.mc import _draw_excluding, _relation_rng
 
 
 @dataclass(frozen=True)
 class MisprimeConfig:
-    facts: str
+    facts: InputDataset | str      # resolved by the CLI (MISPRIMES_INPUT), or a path
     out: str
     negatives: int = 5
     seed: int = 0
     type_relation: str | None = None   # e.g. P31: negatives share a type with the gold object
-    types: str | None = None           # facts dataset holding type_relation facts (default: facts)
+    types: InputDataset | str | None = None  # dataset of the type_relation facts (default: facts)
     progress: bool = True
 
 
@@ -119,6 +119,8 @@ def negatives_array(lists: list[list[str]]) -> pa.Array:
 
 # what draw_negatives reads
 NEGATIVE_COLUMNS = ["fact_id", "relation_id", "subject_id", "object_id", "object", "answers"]
+MISPRIMES_INPUT = Needs("--facts", FACTS_OR_MISPRIMES, columns=tuple(NEGATIVE_COLUMNS))
+TYPES_INPUT = Needs("--types", FACTS, columns=("relation_id", "subject_id", "object_id"))
 
 
 def build_misprimes(cfg: MisprimeConfig) -> Path:
@@ -127,21 +129,21 @@ def build_misprimes(cfg: MisprimeConfig) -> Path:
     if cfg.types and not cfg.type_relation:
         raise UserError("--types names the dataset of the --type-relation facts: give "
                         "--type-relation too (e.g. P31)")
-    folder, manifest = input_dataset(cfg.facts, "--facts", FACTS_OR_MISPRIMES,
-                                     columns=NEGATIVE_COLUMNS)
+    facts_input = as_input(cfg.facts, MISPRIMES_INPUT)
+    folder, manifest = facts_input.folder, facts_input.manifest
     facts = read_table(folder, "facts")
     if facts.num_rows == 0:
-        raise UserError(f"{cfg.facts}/facts.parquet has no rows")
+        raise UserError(f"{facts_input.spec}/facts.parquet has no rows")
     types = None
     if cfg.type_relation:
         types_folder = folder
-        if cfg.types:
-            types_folder, _ = input_dataset(cfg.types, "--types", FACTS,
-                                            columns=["relation_id", "subject_id", "object_id"])
+        types_input = as_input(cfg.types, TYPES_INPUT)
+        if types_input:
+            types_folder = types_input.folder
         type_table = read_table(types_folder, "facts", ["relation_id", "subject_id", "object_id"])
         types = object_types(type_table, cfg.type_relation)
         if not types:
-            raise UserError(f"no {cfg.type_relation} facts in {cfg.types or cfg.facts}: build a "
+            raise UserError(f"no {cfg.type_relation} facts in {(types_input or facts_input).spec}: build a "
                             f"facts dataset with that relation and pass it with --types")
     lists, counts = draw_negatives(facts, cfg.negatives, cfg.seed, types)
     if "negatives" in facts.column_names:

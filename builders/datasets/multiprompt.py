@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from builders.core.errors import UserError
-from builders.core.inputs import FACTS, input_dataset, templates_input
+from builders.core.inputs import FACTS, InputDataset, Needs, as_input, templates_needs
 from builders.core.tables import base_manifest, file_sha256, read_table, write_dataset
 from builders.templates.files import read_templates, templates_table
 
@@ -43,9 +43,9 @@ PROMPTS_SCHEMA = pa.schema([
 
 @dataclass(frozen=True)
 class MultipromptConfig:
-    facts: str
+    facts: InputDataset | str               # resolved by the CLI (MULTIPROMPT_INPUT), or a path
     out: str
-    templates: str | None = None            # a templates dataset (factprobe build templates)
+    templates: InputDataset | str | None = None  # a templates dataset (templates_needs())
     templates_dir: str = "data/templates"   # else the hand-written YAML files
     materialize: bool = False
     progress: bool = True
@@ -102,12 +102,17 @@ def statistics(facts: pa.Table, templates_per_relation: dict[str, int]) -> dict:
     total = {k: sum(v[k] for v in out_per.values()) for k in STAT_KEYS}
     return {"total": total, "per_relation": out_per}
 
+MULTIPROMPT_INPUT = Needs("--facts", FACTS, columns=(
+    "fact_id", "relation_id", "subject_id", "object_id", "subject", "object",
+    "subject_aliases", "object_aliases", "answers"))
+
 
 def build_multiprompt(cfg: MultipromptConfig) -> Path:
-    folder, manifest = input_dataset(cfg.facts, "--facts", FACTS, columns=[
-        "fact_id", "relation_id", "subject_id", "object_id", "subject", "object",
-        "subject_aliases", "object_aliases", "answers"])
-    templates_folder = templates_input(cfg.templates)
+    facts_input = as_input(cfg.facts, MULTIPROMPT_INPUT)
+    folder, manifest = facts_input.folder, facts_input.manifest
+    templates_input = as_input(cfg.templates, templates_needs())
+    templates_folder = templates_input.folder if templates_input else None
+    templates_spec = templates_input.spec if templates_input else None
     facts = read_table(folder, "facts")
     in_facts = sorted(set(facts["relation_id"].to_pylist()))
     templates = read_templates(templates_folder, cfg.templates_dir, in_facts)
@@ -115,8 +120,8 @@ def build_multiprompt(cfg: MultipromptConfig) -> Path:
     kept = sorted(per_rel)
     dropped = {r: "no templates" for r in in_facts if r not in per_rel}
     if not kept:
-        raise UserError(f"no relation of {cfg.facts} has templates in "
-                        f"{cfg.templates or cfg.templates_dir} (facts have "
+        raise UserError(f"no relation of {facts_input.spec} has templates in "
+                        f"{templates_spec or cfg.templates_dir} (facts have "
                         f"{', '.join(in_facts) or 'no rows'})")
     facts = facts.filter(pc.is_in(facts["relation_id"], value_set=pa.array(kept)))
     # unique triples: one row per (relation, subject, object), the first by fact_id
@@ -140,7 +145,7 @@ def build_multiprompt(cfg: MultipromptConfig) -> Path:
         assert tables["prompts"].num_rows == stats["total"]["prompts"]
     source = {"type": "facts", "facts_dataset": manifest.get("name"),
               "facts_sha256": file_sha256(folder / "facts.parquet"),
-              "templates": cfg.templates or cfg.templates_dir}
+              "templates": templates_spec or cfg.templates_dir}
     if templates_folder:
         source["templates_sha256"] = file_sha256(templates_folder / "templates.parquet")
     counts = {"statistics": stats["total"], "per_relation": stats["per_relation"],

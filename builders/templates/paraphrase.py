@@ -19,12 +19,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from builders.core.errors import UserError
-from builders.core.inputs import input_dataset
+from builders.core.inputs import InputDataset, Needs, as_input
 from builders.core.tables import (
     RELATIONS_SCHEMA,
     base_manifest,
     file_sha256,
-    read_manifest,
     read_table,
     write_dataset,
 )
@@ -50,12 +49,15 @@ SYSTEM = (
     "list of strings and nothing else.")
 
 
+# any dataset with a facts table will do: only its relations are read
+FACTS_INPUT = Needs("--facts", None, columns=("relation_id",))
+
 @dataclass(frozen=True)
 class TemplatesConfig:
     out: str
     templates_dir: str = "data/templates"
     relations: tuple[str, ...] | None = None   # None: every file (or every relation of facts)
-    facts: str | None = None
+    facts: InputDataset | str | None = None    # resolved by the CLI (FACTS_INPUT), or a path
     paraphrases: int = 19
     max_requests: int = 5                      # asks per hand-written template
     llm: LLMConfig | None = None
@@ -107,17 +109,17 @@ def _a(noun: str) -> str:
 
 
 def _relations(cfg: TemplatesConfig) -> tuple[list[str] | None, pa.Table | None]:
-    if not cfg.facts:
+    facts_input = as_input(cfg.facts, FACTS_INPUT)
+    if not facts_input:
         return (list(cfg.relations) if cfg.relations else None), None
-    # any dataset with a facts table will do: only its relations are read
-    folder, _ = input_dataset(cfg.facts, "--facts", None, columns=["relation_id"])
+    folder = facts_input.folder
     # only the relation column: a T-REx-sized facts table need not be read whole for this
     in_facts = sorted(set(read_table(folder, "facts", ["relation_id"]).column(0).to_pylist()))
     if cfg.relations:
         unknown = [r for r in cfg.relations if r not in in_facts]
         if unknown:
             raise UserError(f"--relations names {', '.join(unknown)}, not a relation of "
-                            f"{cfg.facts} (it has {', '.join(in_facts)})")
+                            f"{facts_input.spec} (it has {', '.join(in_facts)})")
         in_facts = sorted(cfg.relations)
     relations = None
     if (folder / "relations.parquet").exists():
@@ -207,8 +209,9 @@ def build_templates(cfg: TemplatesConfig) -> tuple[Path, dict]:
               "retrieved": sorted(d for d in retrieved if d)}
     if cfg.review_in:
         source["review_sha256"] = file_sha256(cfg.review_in)
-    if cfg.facts:
-        source["facts_dataset"] = read_manifest(cfg.facts).get("name")
+    facts_input = as_input(cfg.facts, FACTS_INPUT)
+    if facts_input:
+        source["facts_dataset"] = facts_input.manifest.get("name")
     if relations is None:
         relations = _relations_from_files(files)
     manifest = base_manifest(Path(cfg.out).name, "templates", source, cfg.manifest_params(),

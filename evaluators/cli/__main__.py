@@ -1,3 +1,5 @@
+import sys
+
 from evaluators.cli.app import main
 
-main()
+sys.exit(main())

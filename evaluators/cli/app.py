@@ -18,7 +18,8 @@ class OneLineParser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from evaluators.cli import build as build_cli
-    common = build_cli.common_flags()
+    from evaluators.cli.common import common_flags
+    common = common_flags()
     parser = OneLineParser(
         prog="factprobe",
         description="Build factual-knowledge probing datasets from knowledge graphs and probe "
@@ -29,6 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     build_cli.register(sub, common)
     from evaluators.cli import evaluate as cli_eval
     cli_eval.register(sub, common)
+    from evaluators.cli import plant as cli_plant
+    cli_plant.register(sub, common)
     from evaluators.cli import report as report_cli
     report_cli.register(sub, common)
     from evaluators.cli import publish as cli_publish

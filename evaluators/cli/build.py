@@ -2,35 +2,11 @@
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
-from builders.core.argtypes import count, positive, relation_list, seconds
-from builders.core.errors import UserError
+from builders.core.argtypes import count, positive, relation_list
+from evaluators.cli import templates as cli_templates  # templates, misprimes, multiprompt, fktc
+from evaluators.cli.common import cache_dir, network_flags, show_progress
 from evaluators.cli.dump_flags import add_dump_flags, dump_options
-
-
-def show_progress(args) -> bool:
-    """Progress bars unless --quiet, and only on a terminal: a captured stderr (a pipeline, a
-    test) then holds nothing but the one line an error is."""
-    return not args.quiet and sys.stderr.isatty()
-
-
-def _network_flags(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("network (wikidata, sparql)")
-    g.add_argument("--contact", help="contact (e-mail or URL) for the User-Agent; default "
-                   "$FACTPROBE_CONTACT")
-    g.add_argument("--cache-dir", help="response cache; default $FACTPROBE_CACHE_DIR or "
-                   "~/.cache/factprobe")
-    g.add_argument("--refresh", action="store_true", help="ignore cached responses")
-    g.add_argument("--timeout", type=seconds, default=65.0, help="seconds per request (65)")
-    g.add_argument("--retries", type=count, default=3,
-                   help="retries after a failure, with backoff 1, 2, 4 s... (3)")
-
-
-def _cache_dir(args) -> str:
-    from builders.core.cache import default_cache_dir
-    return args.cache_dir or str(default_cache_dir())
 
 
 EPILOG_FACTS = """examples:
@@ -47,10 +23,10 @@ EPILOG_FACTS = """examples:
 
 
 def _add_facts(sub, common) -> None:
-    from builders.datasets.build_facts import SOURCES
+    from builders.sources.table import SOURCES
     p = sub.add_parser("facts", parents=[common], help="read facts from a knowledge graph",
                        epilog=EPILOG_FACTS, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--source", required=True, choices=SOURCES)
+    p.add_argument("--source", required=True, choices=tuple(SOURCES))
     p.add_argument("--endpoint", help="SPARQL endpoint URL (sparql; overrides wikidata's)")
     p.add_argument("--path", help="input file or folder (rdf, trex, csv, wikidata-dump)")
     p.add_argument("--relations", required=True, type=relation_list,
@@ -65,7 +41,7 @@ def _add_facts(sub, common) -> None:
                    help="a namespace prefix for relation names and ids (repeatable)")
     p.add_argument("--skip-bad", action="store_true",
                    help="skip malformed input lines and count them instead of failing")
-    _network_flags(p)
+    network_flags(p)
     add_dump_flags(p)
     p.set_defaults(run=_run_facts)
 
@@ -77,9 +53,9 @@ def _run_facts(args) -> str:
                       path=args.path, endpoint=args.endpoint, limit=args.limit, lang=args.lang,
                       page_size=args.page_size, date_format=args.date_format,
                       prefixes=parse_prefix_args(args.prefix), skip_bad=args.skip_bad,
-                      contact=args.contact, cache_dir=_cache_dir(args), refresh=args.refresh,
+                      contact=args.contact, cache_dir=cache_dir(args), refresh=args.refresh,
                       timeout_s=args.timeout, retries=args.retries, progress=show_progress(args),
-                      dump=dump_options(args, _cache_dir(args)))
+                      dump=dump_options(args, cache_dir(args)))
     out = build_facts(cfg)
     return f"wrote {out}"
 
@@ -101,16 +77,17 @@ def _add_aliases(sub, common) -> None:
     p.add_argument("--endpoint", help="SPARQL endpoint to read altLabels from")
     p.add_argument("--api-url", help="Wikibase Action API URL (default: Wikidata's)")
     p.add_argument("--lang", default="en")
-    _network_flags(p)
+    network_flags(p)
     p.set_defaults(run=_run_aliases)
 
 
 def _run_aliases(args) -> str:
-    from builders.datasets.aliases import AliasConfig, build_aliases
-    cfg = AliasConfig(facts=args.facts, out=args.out, via=args.via, api_url=args.api_url,
+    from builders.core.inputs import resolve_input
+    from builders.datasets.aliases import ALIASES_INPUT, AliasConfig, build_aliases
+    cfg = AliasConfig(facts=resolve_input(args.facts, ALIASES_INPUT), out=args.out, via=args.via, api_url=args.api_url,
                       path=args.path,
                       endpoint=args.endpoint, lang=args.lang, contact=args.contact,
-                      cache_dir=_cache_dir(args), refresh=args.refresh, timeout_s=args.timeout,
+                      cache_dir=cache_dir(args), refresh=args.refresh, timeout_s=args.timeout,
                       retries=args.retries, progress=show_progress(args))
     return f"wrote {build_aliases(cfg)}"
 
@@ -145,10 +122,11 @@ def _add_mc(sub, common) -> None:
 
 
 def _run_mc(args) -> str:
-    from builders.datasets.mc import MCConfig, build_mc
+    from builders.core.inputs import resolve_input
+    from builders.datasets.mc import MC_INPUT, MCConfig, build_mc
     suffixes = (" language",) if args.strip_suffix is None else tuple(
         s for s in args.strip_suffix if s)
-    cfg = MCConfig(facts=args.facts, out=args.out, choices=args.choices,
+    cfg = MCConfig(facts=resolve_input(args.facts, MC_INPUT), out=args.out, choices=args.choices,
                    min_facts=args.min_facts, min_objects=args.min_objects, train=args.train,
                    test=args.test, seed=args.seed,
                    exclude_relations=tuple(x.strip() for x in args.exclude_relations.split(",")
@@ -171,10 +149,11 @@ EPILOG_NOBEL = """examples:
 
 def _add_nobel(sub, common) -> None:
     from builders.datasets.nobel import NobelModel
+    from builders.datasets.nobel_source import NOBEL_SOURCES
     d = NobelModel()
     p = sub.add_parser("nobel", parents=[common], help="Nobel laureates and their birth years",
                        epilog=EPILOG_NOBEL, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--source", choices=("wikidata", "sparql", "rdf", "wikidata-dump"),
+    p.add_argument("--source", choices=NOBEL_SOURCES,
                    help="default: sparql when --endpoint is given, rdf with --path (wikidata-dump "
                         "when it is a compressed or JSON dump), else wikidata")
     p.add_argument("--endpoint", help="SPARQL endpoint URL")
@@ -192,60 +171,25 @@ def _add_nobel(sub, common) -> None:
                        help=f"default {getattr(d, attr)}")
     p.add_argument("--skip-bad", action="store_true",
                    help="wikidata-dump: skip and count malformed lines instead of failing")
-    _network_flags(p)
+    network_flags(p)
     add_dump_flags(p)
     p.set_defaults(run=_run_nobel)
 
 
 def _run_nobel(args) -> str:
-    from builders.core.retry import RetryPolicy
-    from builders.datasets.nobel import NobelConfig, NobelModel, build_nobel
-    from builders.sources.iris import WELL_KNOWN, parse_prefix_args
-    from builders.sources.sparql import WIKIDATA_ENDPOINT, HttpEndpoint, LocalGraph
-    source = args.source or ("sparql" if args.endpoint else "rdf" if args.path else "wikidata")
-    if not args.source and args.path:
-        from builders.sources.wikidata_dump.stream import is_dump_path
-        source = "wikidata-dump" if is_dump_path(args.path) else source
-    reads_path = source in ("rdf", "wikidata-dump")
-    if reads_path and args.endpoint or not reads_path and args.path:
-        raise UserError(f"--source {source} reads {'--path' if reads_path else '--endpoint'}"
-                        f"; drop {'--endpoint' if reads_path else '--path'}")
-    user_prefixes = parse_prefix_args(args.prefix)
+    from builders.datasets.nobel import NobelConfig, NobelModel
+    from builders.datasets.nobel_source import NobelSource, build_nobel_from, choose_source
+    from builders.sources.iris import parse_prefix_args
+    choose_source(args.source, args.path, args.endpoint)  # a flag conflict before anything else
+    src = NobelSource(source=args.source, path=args.path, endpoint=args.endpoint,
+                      prefixes=parse_prefix_args(args.prefix), contact=args.contact,
+                      cache_dir=cache_dir(args), refresh=args.refresh, timeout_s=args.timeout,
+                      retries=args.retries, dump=dump_options(args, cache_dir(args)),
+                      skip_bad=args.skip_bad)
     model = NobelModel(**{k: getattr(args, k) for k in NobelModel.__dataclass_fields__})
     cfg = NobelConfig(out=args.out, model=model, max_year=args.max_year, lang=args.lang,
                       progress=show_progress(args))
-    if source == "wikidata-dump":
-        from builders.sources.wikidata_dump.to_nobel import nobel_from_dump
-        if not args.path:
-            raise UserError("--source wikidata-dump needs --path latest-all.json.bz2")
-        out = nobel_from_dump(args.path, cfg, dump_options(args, _cache_dir(args)),
-                              skip_bad=args.skip_bad)
-        return f"wrote {out}"
-    if source == "rdf":
-        if not args.path:
-            raise UserError("--source rdf needs --path FILE")
-        endpoint = LocalGraph(args.path)
-        prefixes = {**WELL_KNOWN, **endpoint.prefixes, **user_prefixes}
-        tag = f"rdf:{Path(args.path).name}"
-    else:
-        url = args.endpoint or (WIKIDATA_ENDPOINT if source == "wikidata" else None)
-        if not url:
-            raise UserError("--source sparql needs --endpoint URL")
-        endpoint = HttpEndpoint(url, cache_dir=_cache_dir(args), contact=args.contact,
-                                timeout_s=args.timeout, policy=RetryPolicy(retries=args.retries),
-                                refresh=args.refresh)
-        prefixes = {**WELL_KNOWN, **user_prefixes}
-        tag = "wikidata" if source == "wikidata" else f"sparql:{url}"
-    return f"wrote {build_nobel(endpoint, cfg, prefixes, tag)}"
-
-
-def common_flags() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--quiet", action="store_true", help="no progress bars or messages")
-    common.add_argument("--force", action="store_true",
-                        help="replace a factprobe output of another kind at --out, or one "
-                             "holding files factprobe did not write (those are kept)")
-    return common
+    return f"wrote {build_nobel_from(src, cfg)}"
 
 
 def register(subparsers, common: argparse.ArgumentParser) -> None:
@@ -255,5 +199,4 @@ def register(subparsers, common: argparse.ArgumentParser) -> None:
     _add_aliases(sub, common)
     _add_mc(sub, common)
     _add_nobel(sub, common)
-    from evaluators.cli import templates as cli_templates  # templates, misprimes, multiprompt, fktc
     cli_templates.add_commands(sub, common)

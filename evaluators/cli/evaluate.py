@@ -1,9 +1,9 @@
-"""``factprobe eval METHOD`` and ``factprobe plant``."""
+"""``factprobe eval METHOD``."""
 from __future__ import annotations
 
 import argparse
 
-from builders.core.argtypes import count, positive, positive_float, relation_list
+from builders.core.argtypes import positive, relation_list
 from builders.core.errors import UserError
 from probes.methods.flags import nonempty
 
@@ -71,8 +71,8 @@ def run_method(method_name: str, args, method_cfg) -> str:
     from probes.planting.plant import load_planted
     method = METHODS[method_name]
     backend_cfg = replace(_backend_config(args), kind=method.probe.backend)
-    from builders.publish.hub import open_dataset
-    folder = open_dataset(args.dataset)  # a folder, a Hub-layout folder, or hf://org/name@rev
+    from builders.core.inputs import open_input
+    folder = open_input(args.dataset)  # a folder, a Hub-layout folder, or hf://org/name@rev
     tables = load_tables(folder, method.probe.tables, method_name)
     tables["facts"] = select_facts(tables["facts"], args.relations, args.limit)
     cfg = EvalConfig(method=method_name, dataset=str(folder), out=args.out,
@@ -97,64 +97,9 @@ def _add_method(sub, common, method) -> None:
     p.set_defaults(run=lambda args: run_method(probe.name, args, probe.from_args(args)))
 
 
-EPILOG_PLANT = """examples:
-  factprobe plant --dataset data/datasets/sample-mc --out data/models/planted
-  factprobe plant --dataset mc/ --out model/ --epochs 40 --layers 6 --width 256
-"""
-
-
-def _add_plant(subparsers, common) -> None:
-    from probes.planting.plant import PlantConfig
-    d = PlantConfig("", "")
-    p = subparsers.add_parser("plant", parents=[common],
-                              help="train a small reference model with known knowledge",
-                              epilog=EPILOG_PLANT,
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--dataset", required=True, help="dataset folder (facts with splits)")
-    p.add_argument("--out", required=True, help="model folder to write")
-    p.add_argument("--seed", type=count, default=d.seed, help=f"default {d.seed}")
-    p.add_argument("--epochs", type=positive, default=None,
-                   help="default 60, or 15 with --masked")
-    for flag, attr in (("--layers", "layers"), ("--width", "width"), ("--heads", "heads"),
-                       ("--vocab-size", "vocab_size"), ("--batch-size", "batch_size"),
-                       ("--block", "block"), ("--list-size", "list_size")):
-        p.add_argument(flag, dest=attr, type=positive, default=getattr(d, attr),
-                       help=f"default {getattr(d, attr)}")
-    p.add_argument("--lists-per-relation", type=count, default=d.lists_per_relation,
-                   help=f"default {d.lists_per_relation} (0: no ZP-LKE lists)")
-    p.add_argument("--lr", type=positive_float, default=d.lr, help=f"default {d.lr}")
-    p.add_argument("--templates", default=d.templates,
-                   help="statement and question templates to teach the facts in; '' for "
-                        "simple label forms ('The <relation> of X is Y.')")
-    p.add_argument("--masked", action="store_true",
-                   help="train a masked LM (for BELIEF) instead of a causal one")
-    p.set_defaults(run=_run_plant)
-
-
-def _run_plant(args) -> str:
-    from probes.planting.plant import PlantConfig, plant
-    fields = PlantConfig.__dataclass_fields__
-    cfg = PlantConfig(**{k: getattr(args, k) for k in fields
-                         if k not in ("progress",) and hasattr(args, k)},
-                      progress=not args.quiet)
-    if args.quiet:
-        _silence_libraries()
-    return f"wrote {plant(cfg)}"
-
-
-def _silence_libraries() -> None:
-    """--quiet: transformers' own bars ("Writing model shards") and warnings, too."""
-    from transformers.utils import logging as hf_logging
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    from huggingface_hub.utils import disable_progress_bars
-    disable_progress_bars()
-
-
 def register(subparsers, common) -> None:
     ev = subparsers.add_parser("eval", help="probe a model with one of the methods")
     sub = ev.add_subparsers(dest="method", required=True, metavar="METHOD")
     from evaluators.methods import METHODS
     for method in METHODS.values():
         _add_method(sub, common, method)
-    _add_plant(subparsers, common)

@@ -66,7 +66,7 @@ def register(subparsers, common: argparse.ArgumentParser) -> None:
 
 
 def _run_publish(args) -> str:
-    from builders.publish.hub import PublishConfig, publish
+    from builders.publish.upload import PublishConfig, publish
     cfg = PublishConfig(dataset=args.dataset, repo_id=args.repo_id, private=args.private,
                         revision=args.revision, tag=args.tag, license=args.license,
                         dry_run=args.dry_run, progress=not args.quiet)

@@ -5,7 +5,7 @@ import argparse
 
 from builders.core.argtypes import count, fraction, positive, relation_list, seconds, temperature
 from builders.core.errors import UserError
-from evaluators.cli.build import show_progress
+from evaluators.cli.common import show_progress
 
 
 def _templates_source(p: argparse.ArgumentParser) -> None:
@@ -83,9 +83,15 @@ def _add_templates(sub, common) -> None:
 
 
 def _run_templates(args) -> str:
+    from builders.core.inputs import as_input
     from builders.templates.filters import FilterConfig
     from builders.templates.llm import LLMConfig
-    from builders.templates.paraphrase import TemplatesConfig, build_templates, summary_message
+    from builders.templates.paraphrase import (
+        FACTS_INPUT,
+        TemplatesConfig,
+        build_templates,
+        summary_message,
+    )
     if args.min_words > args.max_words:
         raise UserError("--min-words is larger than --max-words")
     llm = None
@@ -96,7 +102,7 @@ def _run_templates(args) -> str:
                         retries=args.retries)
     cfg = TemplatesConfig(
         out=args.out, templates_dir=args.templates_dir, relations=args.relations,
-        facts=args.facts, paraphrases=args.paraphrases, max_requests=args.max_requests, llm=llm,
+        facts=as_input(args.facts, FACTS_INPUT), paraphrases=args.paraphrases, max_requests=args.max_requests, llm=llm,
         filters=FilterConfig(bleu=args.bleu, min_words=args.min_words, max_words=args.max_words,
                              y_last=args.y_last),
         review_out=args.review_out, review_in=args.review_in, progress=show_progress(args))
@@ -128,9 +134,18 @@ def _add_misprimes(sub, common) -> None:
 
 
 def _run_misprimes(args) -> str:
-    from builders.datasets.misprimes import MisprimeConfig, build_misprimes
-    cfg = MisprimeConfig(facts=args.facts, out=args.out, negatives=args.negatives,
-                         seed=args.seed, type_relation=args.type_relation, types=args.types,
+    from builders.core.inputs import as_input, resolve_input
+    from builders.datasets.misprimes import (
+        MISPRIMES_INPUT,
+        TYPES_INPUT,
+        MisprimeConfig,
+        build_misprimes,
+    )
+    # --types without --type-relation is refused by the builder, before anything is opened
+    types = as_input(args.types, TYPES_INPUT) if args.type_relation else args.types
+    cfg = MisprimeConfig(facts=resolve_input(args.facts, MISPRIMES_INPUT), out=args.out,
+                         negatives=args.negatives, seed=args.seed,
+                         type_relation=args.type_relation, types=types,
                          progress=show_progress(args))
     return f"wrote {build_misprimes(cfg)}"
 
@@ -156,9 +171,15 @@ def _add_multiprompt(sub, common) -> None:
 
 
 def _run_multiprompt(args) -> str:
-    from builders.datasets.multiprompt import MultipromptConfig, build_multiprompt
+    from builders.core.inputs import as_input, resolve_input, templates_needs
+    from builders.datasets.multiprompt import (
+        MULTIPROMPT_INPUT,
+        MultipromptConfig,
+        build_multiprompt,
+    )
     templates, templates_dir = _template_flags(args)
-    cfg = MultipromptConfig(facts=args.facts, out=args.out, templates=templates,
+    cfg = MultipromptConfig(facts=resolve_input(args.facts, MULTIPROMPT_INPUT), out=args.out,
+                            templates=as_input(templates, templates_needs()),
                             templates_dir=templates_dir, materialize=args.materialize,
                             progress=show_progress(args))
     return f"wrote {build_multiprompt(cfg)}"
@@ -203,9 +224,11 @@ def _run_fktc(args) -> str:
         return f"wrote {import_fktc(FktcImportConfig(path=args.import_dir, out=args.out))}"
     if not args.facts:
         raise UserError("factprobe build fktc needs --facts DIR (or --import DIR)")
-    from builders.datasets.fktc import FktcConfig, build_fktc
+    from builders.core.inputs import as_input, resolve_input, templates_needs
+    from builders.datasets.fktc import FKTC_INPUT, FktcConfig, build_fktc
     templates, templates_dir = _template_flags(args)
-    cfg = FktcConfig(facts=args.facts, out=args.out, templates=templates,
+    cfg = FktcConfig(facts=resolve_input(args.facts, FKTC_INPUT), out=args.out,
+                     templates=as_input(templates, templates_needs()),
                      templates_dir=templates_dir, questions=args.questions,
                      negatives=args.negatives, seed=args.seed, bleu=args.bleu,
                      progress=show_progress(args))

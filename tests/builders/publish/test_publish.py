@@ -16,12 +16,13 @@ import pytest
 import yaml
 
 from builders.core.errors import UserError
+from builders.core.open import open_dataset
 from builders.core.tables import base_manifest, read_table, write_dataset
 from builders.datasets.build_facts import FactsConfig, build_facts
 from builders.datasets.mc import MCConfig, build_mc
 from builders.publish.card import CardOptions, default_license
 from builders.publish.export import LAYOUT_FILE, export_hub_folder, read_layout
-from builders.publish.hub import PublishConfig, open_dataset, publish
+from builders.publish.upload import PublishConfig, publish
 from tests.conftest import WIKIDATA_MINI
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -201,6 +202,33 @@ def test_hf_spec_downloads_a_snapshot_and_converts_it(built, tmp_path, monkeypat
     assert (back / "facts.parquet").read_bytes() == (built["mc"] / "facts.parquet").read_bytes()
     with pytest.raises(UserError, match="ORG/NAME"):
         open_dataset("hf://not a repo", cache_dir=tmp_path / "cache")
+
+
+@pytest.mark.parametrize("command,flags", [
+    ("mc", ("--choices", "3", "--min-facts", "5", "--min-objects", "5", "--train", "2",
+            "--test", "3")),
+    ("misprimes", ("--negatives", "2")),
+    ("multiprompt", ("--templates-dir", str(ROOT / "data" / "templates"))),
+    ("templates", ("--paraphrases", "0", "--relations", "P36,P37",
+                   "--templates-dir", str(ROOT / "data" / "templates"))),
+])
+def test_build_commands_read_facts_from_hf(built, tmp_path, monkeypatch, command, flags):
+    """Every build command's --facts goes through the one input resolver: hf://ORG/NAME gives
+    the bytes the local folder gives."""
+    from evaluators.cli.app import main
+    snapshot = tmp_path / "snapshots" / ("facade" * 6 + "cafe")
+    export_hub_folder(built["facts"], snapshot, CardOptions(repo_id="my-org/facts"))
+    monkeypatch.setattr("huggingface_hub.snapshot_download", lambda repo_id, **kw: str(snapshot))
+    monkeypatch.setenv("FACTPROBE_CACHE_DIR", str(tmp_path / "cache"))
+    local, remote = tmp_path / "local" / command, tmp_path / "remote" / command
+    assert main(["build", command, "--quiet", "--facts", str(built["facts"]), "--out",
+                 str(local), *flags]) == 0
+    assert main(["build", command, "--quiet", "--facts", "hf://my-org/facts@v1", "--out",
+                 str(remote), *flags]) == 0
+    names = sorted(p.name for p in local.iterdir())
+    assert names == sorted(p.name for p in remote.iterdir()) and "dataset.json" in names
+    for name in names:
+        assert (local / name).read_bytes() == (remote / name).read_bytes(), name
 
 
 def _mock_api(tags=(), branches=("main",)):

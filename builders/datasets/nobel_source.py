@@ -1,0 +1,83 @@
+"""Where ``factprobe build nobel`` reads its laureates from: Wikidata's endpoint, another SPARQL
+endpoint, a local RDF file, or Wikidata's JSON dump. The CLI parses the flags into a
+:class:`NobelSource`; which source that means, and what each one needs, is decided here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from builders.core.errors import UserError
+from builders.datasets.nobel import NobelConfig
+from builders.sources.wikidata_dump.options import DumpOptions
+
+NOBEL_SOURCES = ("wikidata", "sparql", "rdf", "wikidata-dump")
+
+
+@dataclass(frozen=True)
+class NobelSource:
+    source: str | None = None            # None: chosen from the flags (see choose_source)
+    path: str | None = None
+    endpoint: str | None = None
+    prefixes: dict = field(default_factory=dict)   # --prefix NAME=IRI, parsed
+    contact: str | None = None
+    cache_dir: str | None = None
+    refresh: bool = False
+    timeout_s: float = 65.0
+    retries: int = 3
+    dump: DumpOptions = field(default_factory=DumpOptions)
+    skip_bad: bool = False               # wikidata-dump: skip and count malformed lines
+
+
+def choose_source(source: str | None, path: str | None, endpoint: str | None) -> str:
+    """The source asked for, or the one the flags imply: sparql with an endpoint, rdf with a
+    path (wikidata-dump when it is a compressed or JSON dump), else wikidata.
+
+    >>> choose_source(None, None, "http://127.0.0.1:7878/query")
+    'sparql'
+    >>> choose_source(None, "data/kg/sample.ttl", None)
+    'rdf'
+    >>> choose_source("rdf", "data/kg/sample.ttl", "http://127.0.0.1:7878/query")
+    Traceback (most recent call last):
+    ...
+    builders.core.errors.UserError: --source rdf reads --path; drop --endpoint
+    """
+    chosen = source or ("sparql" if endpoint else "rdf" if path else "wikidata")
+    if not source and path:
+        from builders.sources.wikidata_dump.stream import is_dump_path
+        chosen = "wikidata-dump" if is_dump_path(path) else chosen
+    reads_path = chosen in ("rdf", "wikidata-dump")
+    if reads_path and endpoint or not reads_path and path:
+        raise UserError(f"--source {chosen} reads {'--path' if reads_path else '--endpoint'}"
+                        f"; drop {'--endpoint' if reads_path else '--path'}")
+    return chosen
+
+
+def build_nobel_from(src: NobelSource, cfg: NobelConfig) -> Path:
+    """Build the Nobel dataset from ``src`` into ``cfg.out``."""
+    from builders.core.retry import RetryPolicy
+    from builders.datasets.nobel import build_nobel
+    from builders.sources.iris import WELL_KNOWN
+    from builders.sources.sparql import WIKIDATA_ENDPOINT, HttpEndpoint, LocalGraph
+    source = choose_source(src.source, src.path, src.endpoint)
+    if source == "wikidata-dump":
+        from builders.sources.wikidata_dump.to_nobel import nobel_from_dump
+        if not src.path:
+            raise UserError("--source wikidata-dump needs --path latest-all.json.bz2")
+        return nobel_from_dump(src.path, cfg, src.dump, skip_bad=src.skip_bad)
+    if source == "rdf":
+        if not src.path:
+            raise UserError("--source rdf needs --path FILE")
+        endpoint = LocalGraph(src.path)
+        prefixes = {**WELL_KNOWN, **endpoint.prefixes, **src.prefixes}
+        tag = f"rdf:{Path(src.path).name}"
+    else:
+        url = src.endpoint or (WIKIDATA_ENDPOINT if source == "wikidata" else None)
+        if not url:
+            raise UserError("--source sparql needs --endpoint URL")
+        endpoint = HttpEndpoint(url, cache_dir=src.cache_dir, contact=src.contact,
+                                timeout_s=src.timeout_s, policy=RetryPolicy(retries=src.retries),
+                                refresh=src.refresh)
+        prefixes = {**WELL_KNOWN, **src.prefixes}
+        tag = "wikidata" if source == "wikidata" else f"sparql:{url}"
+    return build_nobel(endpoint, cfg, prefixes, tag)

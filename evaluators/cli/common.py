@@ -1,0 +1,40 @@
+"""What every command group of the CLI shares: the common flags, the network flags, progress."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from builders.core.argtypes import count, seconds
+
+
+def show_progress(args) -> bool:
+    """Progress bars unless --quiet, and only on a terminal: a captured stderr (a pipeline, a
+    test) then holds nothing but the one line an error is."""
+    return not args.quiet and sys.stderr.isatty()
+
+
+def common_flags() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--quiet", action="store_true", help="no progress bars or messages")
+    common.add_argument("--force", action="store_true",
+                        help="replace a factprobe output of another kind at --out, or one "
+                             "holding files factprobe did not write (those are kept)")
+    return common
+
+
+def network_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("network (wikidata, sparql)")
+    g.add_argument("--contact", help="contact (e-mail or URL) for the User-Agent; default "
+                   "$FACTPROBE_CONTACT")
+    g.add_argument("--cache-dir", help="response cache; default $FACTPROBE_CACHE_DIR or "
+                   "~/.cache/factprobe")
+    g.add_argument("--refresh", action="store_true", help="ignore cached responses")
+    g.add_argument("--timeout", type=seconds, default=65.0, help="seconds per request (65)")
+    g.add_argument("--retries", type=count, default=3,
+                   help="retries after a failure, with backoff 1, 2, 4 s... (3)")
+
+
+def cache_dir(args) -> str:
+    """--cache-dir, or factprobe's default cache."""
+    from builders.core.cache import default_cache_dir
+    return args.cache_dir or str(default_cache_dir())

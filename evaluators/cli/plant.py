@@ -1,0 +1,59 @@
+"""``factprobe plant``: train a small reference model with known knowledge."""
+from __future__ import annotations
+
+import argparse
+
+from builders.core.argtypes import count, positive, positive_float
+
+EPILOG_PLANT = """examples:
+  factprobe plant --dataset data/datasets/sample-mc --out data/models/planted
+  factprobe plant --dataset mc/ --out model/ --epochs 40 --layers 6 --width 256
+"""
+
+
+def register(subparsers, common) -> None:
+    from probes.planting.plant import PlantConfig
+    d = PlantConfig("", "")
+    p = subparsers.add_parser("plant", parents=[common],
+                              help="train a small reference model with known knowledge",
+                              epilog=EPILOG_PLANT,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dataset", required=True, help="dataset folder (facts with splits)")
+    p.add_argument("--out", required=True, help="model folder to write")
+    p.add_argument("--seed", type=count, default=d.seed, help=f"default {d.seed}")
+    p.add_argument("--epochs", type=positive, default=None,
+                   help="default 60, or 15 with --masked")
+    for flag, attr in (("--layers", "layers"), ("--width", "width"), ("--heads", "heads"),
+                       ("--vocab-size", "vocab_size"), ("--batch-size", "batch_size"),
+                       ("--block", "block"), ("--list-size", "list_size")):
+        p.add_argument(flag, dest=attr, type=positive, default=getattr(d, attr),
+                       help=f"default {getattr(d, attr)}")
+    p.add_argument("--lists-per-relation", type=count, default=d.lists_per_relation,
+                   help=f"default {d.lists_per_relation} (0: no ZP-LKE lists)")
+    p.add_argument("--lr", type=positive_float, default=d.lr, help=f"default {d.lr}")
+    p.add_argument("--templates", default=d.templates,
+                   help="statement and question templates to teach the facts in; '' for "
+                        "simple label forms ('The <relation> of X is Y.')")
+    p.add_argument("--masked", action="store_true",
+                   help="train a masked LM (for BELIEF) instead of a causal one")
+    p.set_defaults(run=_run_plant)
+
+
+def _run_plant(args) -> str:
+    from probes.planting.plant import PlantConfig, plant
+    fields = PlantConfig.__dataclass_fields__
+    cfg = PlantConfig(**{k: getattr(args, k) for k in fields
+                         if k not in ("progress",) and hasattr(args, k)},
+                      progress=not args.quiet)
+    if args.quiet:
+        _silence_libraries()
+    return f"wrote {plant(cfg)}"
+
+
+def _silence_libraries() -> None:
+    """--quiet: transformers' own bars ("Writing model shards") and warnings, too."""
+    from transformers.utils import logging as hf_logging
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    from huggingface_hub.utils import disable_progress_bars
+    disable_progress_bars()
