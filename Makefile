@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 CONSTRAINTS ?= constraints.txt
 PIP_CONSTRAINTS := $(if $(CONSTRAINTS),-c $(CONSTRAINTS),)
 
-.PHONY: setup repro test bench clean-venv
+.PHONY: setup repro test test-fast bench clean-venv
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ repro: $(STAMP)
 
 test: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
+
+# The inner loop (under 2 minutes): unit tests and doctests, without the tests marked slow
+# (whole-CLI contract runs, servers, models; see SLOW_MODULES in tests/conftest.py).
+test-fast: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -m "not slow"
 
 # The CPU figures of docs/benchmarks.md (about 35 minutes on 2 cores; GPU: benchmarks/gpu.sh).
 bench: $(STAMP)

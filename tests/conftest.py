@@ -16,6 +16,25 @@ from typing import Iterator
 import pytest
 
 DATA = Path(__file__).parent / "data"
+
+# Whole modules that run the real command line many times or start servers and models: `make
+# test-fast` (pytest -m "not slow") leaves them out; `make test` runs everything. Measured with
+# `pytest --durations=0`: these hold about nine tenths of the suite's time.
+SLOW_MODULES = ("tests/contract/", "tests/benchmarks/", "tests/evaluators/cli/",
+                "tests/evaluators/report/test_report_cli.py",
+                "tests/builders/templates/test_templates.py",
+                "tests/builders/templates/test_llm_serve.py",
+                "tests/builders/sources/test_graph_sources.py",
+                "tests/builders/sources/test_dump_runs.py",
+                "tests/builders/sources/test_dump_ray.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    root = Path(__file__).resolve().parent.parent
+    for item in items:
+        rel = item.path.resolve().relative_to(root).as_posix()
+        if rel.startswith(SLOW_MODULES):
+            item.add_marker(pytest.mark.slow)
 WIKIDATA_MINI = DATA / "wikidata_mini.ttl"
 
 

@@ -4,6 +4,8 @@ contract of :mod:`tests.contract.harness`: exit 2, one line, nothing changed or 
 Most cases fail at the edge and never load a model; the ``model-*`` cases break a copy of the
 workspace's model the way files get broken (truncated, garbage, edited, missing) and check
 the line names the file.
+
+(Just over 400 lines because it is a table of cases, one row each.)
 """
 from __future__ import annotations
 

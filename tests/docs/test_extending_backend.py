@@ -2,21 +2,13 @@
 from __future__ import annotations
 
 import json
-import re
-from pathlib import Path
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "extending.md"
-
-
-def blocks(begin: str, end: str) -> list[str]:
-    """The ```python blocks between the markers ``begin`` and ``end`` of docs/extending.md."""
-    text = DOC.read_text(encoding="utf-8")
-    section = text[text.index(begin):text.index(end)]
-    return re.findall(r"```python\n(.*?)```", section, flags=re.S)
+from tests.docs import EXTENDING as DOC
+from tests.docs import python_blocks
 
 
 def test_adding_a_backend_example_runs(tmp_path, monkeypatch, capsys):
-    code = blocks("<!-- begin: backend -->", "<!-- end: backend -->")
+    code = python_blocks("backend")
     assert len(code) == 3
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "extending_backend"}

@@ -4,19 +4,16 @@ prose says they do."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "extending.md"
-BEGIN, END = "<!-- begin: method -->", "<!-- end: method -->"
+from tests.docs import EXTENDING as DOC
+from tests.docs import python_blocks
 
 
 def blocks() -> list[str]:
-    text = DOC.read_text(encoding="utf-8")
-    section = text[text.index(BEGIN):text.index(END)]
-    return re.findall(r"^```python\n(.*?)^```$", section, flags=re.S | re.M)
+    return python_blocks("method")
 
 
 @pytest.fixture(scope="module")

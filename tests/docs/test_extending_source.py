@@ -3,21 +3,12 @@ from __future__ import annotations
 
 import contextlib
 import io
-import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-BEGIN, END = "<!-- begin: source -->", "<!-- end: source -->"
-
-
-def source_blocks() -> list[str]:
-    text = (ROOT / "docs" / "extending.md").read_text(encoding="utf-8")
-    section = text[text.index(BEGIN):text.index(END)]
-    return re.findall(r"```python\n(.*?)```", section, flags=re.S)
+from tests.docs import python_blocks
 
 
 def test_the_worked_source_example_builds_facts(tmp_path, monkeypatch):
-    blocks = source_blocks()
+    blocks = python_blocks("source")
     assert len(blocks) >= 3
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "extending_source"}
