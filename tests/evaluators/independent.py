@@ -305,14 +305,19 @@ def belief_icl(outputs, planted) -> dict:
 # ------------------------------------------------------------------------------ MONITOR
 
 def monitor(outputs, planted, *, alphas=(1 / 3, 1 / 3, 1 / 3)) -> dict:
+    """Wang et al., Sec. 4: the primary anchor is P(o | s, r, i+) over the object's subwords
+    (the ``object`` rows), kept when the positive prompt's greedy answer is the gold (Exact
+    Match after trimming punctuation); Eqs. 1-3; accuracy over each relation's frame-context
+    prompts with avg / max / min per relation, then averaged over relations (Table 4)."""
     a1, a2, a3 = alphas
     facts = {}
     for r in records(outputs, "anchor"):
         trimmed = str(r["text"]).strip().strip(string.punctuation + " ").strip()
         ok = trimmed == r["gold"] and len(r["token_ids"]) > 0
-        probs = [math.exp(x) for x in r["token_logprobs"]]
-        facts[r["fact_id"]] = {"rel": r["relation_id"], "matched": ok, "P": probs,
+        facts[r["fact_id"]] = {"rel": r["relation_id"], "matched": ok, "P": None,
                                "par": {}, "neg": {}}
+    for r in records(outputs, "object"):
+        facts[r["fact_id"]]["P"] = [math.exp(x) for x in r["token_logprobs"]]
     for r in records(outputs, "foreign"):
         lp = r.get("watched_logprobs")
         if lp is None or (isinstance(lp, float) and math.isnan(lp)):
@@ -337,27 +342,32 @@ def monitor(outputs, planted, *, alphas=(1 / 3, 1 / 3, 1 / 3)) -> dict:
                     "score": math.sqrt(a1 * pfd ** 2 + a2 * ird ** 2 + a3 * pfd * ird)}
 
     def mon(items):
-        return sum(x["score"] for x in items) / sum(x["anchor"] for x in items)
+        return sum(x["score"] for x in items) / sum(x["anchor"] for x in items) \
+            if items else None
 
-    rels = sorted({x["rel"] for x in per.values()})
-    frames = defaultdict(list)
+    rels = sorted({f["rel"] for f in facts.values()})
+    prompts = defaultdict(lambda: defaultdict(list))      # relation -> prompt -> answers
     fact_frames = defaultdict(list)
     for r in records(outputs, "frames"):
         t, g = norm(r["text"]), norm(r["gold"])
         ok = float(t == g or t.startswith(g + " "))
-        frames[(r["frame"], int(r["index"]))].append(ok)
+        neg = r.get("negative")
+        neg = None if neg is None or math.isnan(neg) else int(neg)
+        prompts[r["relation_id"]][(r["frame"], int(r["index"]), neg)].append(ok)
         fact_frames[(r["relation_id"], r["fact_id"])].append(ok)
-    frame_acc = {k: mean(v) for k, v in frames.items()}
-    out = {"monitor": mon(per.values()),
+    rel_acc = {rel: [mean(v) for v in p.values()] for rel, p in prompts.items()}
+    rel_avg = {rel: mean(x for v in p.values() for x in v) for rel, p in prompts.items()}
+    out = {"monitor": mon(list(per.values())),
            "per_relation": {rel: mon([x for x in per.values() if x["rel"] == rel])
                             for rel in rels},
-           "pfd": mean(x["pfd"] for x in per.values()),
-           "ird": mean(x["ird"] for x in per.values()),
-           "anchor_probability": mean(x["anchor"] for x in per.values()),
+           "pfd": mean(x["pfd"] for x in per.values()) if per else None,
+           "ird": mean(x["ird"] for x in per.values()) if per else None,
+           "anchor_probability": mean(x["anchor"] for x in per.values()) if per else None,
            "facts_with_anchor": len(per),
            "anchor_match": mean(float(f["matched"]) for f in facts.values()),
-           "frame_avg": mean(frame_acc.values()), "frame_max": max(frame_acc.values()),
-           "frame_min": min(frame_acc.values()),
+           "frame_avg": mean(rel_avg.values()),
+           "frame_max": mean(max(v) for v in rel_acc.values()),
+           "frame_min": mean(min(v) for v in rel_acc.values()),
            "fact_frame_acc": {k: mean(v) for k, v in fact_frames.items()}}
     if planted:
         acc = {(f["rel"], fid): float(f["matched"]) for fid, f in facts.items()}
@@ -365,3 +375,4 @@ def monitor(outputs, planted, *, alphas=(1 / 3, 1 / 3, 1 / 3)) -> dict:
                  for fid, f in facts.items()}
         out["validity"] = validity(acc, score, planted)
     return out
+

@@ -180,13 +180,18 @@ def test_icl_matching_confidence_and_one_word_by_hand():
 
 
 def monitor_table():
-    # one fact: anchor " Paris." with P+ = (0.9, 0.5); paraphrases (0.8, 0.5), (0.9, 0.3);
-    # negative (0.1, 0.5). PFD = ((0.1 + 0) / 2 + (0 + 0.2) / 2) / 2 = 0.075,
+    # one fact: anchor " Paris." generated as (Par, is, .) with p (0.9, 0.5, 0.99); the
+    # object's tokens (Par, is) give P+ = (0.9, 0.5), L = 2 (the "." is not the object's);
+    # paraphrases (0.8, 0.5), (0.9, 0.3); negative (0.1, 0.5).
+    # PFD = ((0.1 + 0) / 2 + (0 + 0.2) / 2) / 2 = 0.075,
     # IRD = (0.8 + 0) / 2 = 0.4, summand = sqrt((0.075^2 + 0.4^2 + 0.075 * 0.4) / 3) = 0.25536,
     # MONITOR = 0.25536 / 0.7 = 0.3648
     rows = [{"stage": "anchor", "relation_id": "r", "fact_id": "a", "gold": "Paris",
-             "frame": "positive", "index": 0, "text": " Paris.", "token_ids": [5, 6],
-             "token_logprobs": [LN(0.9), LN(0.5)]},
+             "frame": "positive", "index": 0, "text": " Paris.", "token_ids": [5, 6, 9],
+             "token_logprobs": [LN(0.9), LN(0.5), LN(0.99)]},
+            {"stage": "object", "relation_id": "r", "fact_id": "a", "gold": "Paris",
+             "frame": "positive", "index": 0, "token_logprobs": [LN(0.9), LN(0.5)],
+             "n_paraphrases": 2, "n_negatives": 1},
             {"stage": "anchor", "relation_id": "r", "fact_id": "b", "gold": "Oslo",
              "frame": "positive", "index": 0, "text": " Rome", "token_ids": [7],
              "token_logprobs": [LN(0.4)]}]
@@ -213,7 +218,8 @@ def test_monitor_by_hand():
     # negative-0 1/2 -> avg 4/6, max 1, min 0.5
     fa = m["frame_accuracy"]
     assert (fa["avg"]["value"], fa["max"], fa["min"]) == (0.6667, 1.0, 0.5)
-    assert fa["per_frame"] == {"negative-0": 0.5, "paraphrase-0": 1.0, "paraphrase-1": 0.5}
+    assert fa["per_frame"] == {"r": {"negative-0": 0.5, "paraphrase-0": 1.0,
+                                     "paraphrase-1": 0.5}}
 
 
 def test_monitor_missing_foreign_rows_is_a_user_error():

@@ -126,24 +126,67 @@ def test_belief_icl_samples_on_a_subset():
     assert all(r.samples == 7 for r in plan.stages[1].requests)
 
 
-def test_monitor_prompts():
+def monitor_plan(**kw):
     facts = mp_facts().assign(negatives=[["Rome", "Lima"], ["Paris"]])
     tpls = [TPL[1], Template("cap/m4", "cap", "Which city is the seat of [X]? [Y].", "question",
                              "manual", "")]
-    plan = monitor.plan(facts, tpls, monitor.MonitorConfig())
+    return monitor.plan(facts, tpls, monitor.MonitorConfig(**kw))
+
+
+def test_monitor_prompts_are_the_papers_frames():
+    # Table 1: QA frame (2) "Which country is [X] situated?", positive (4) "[Y]. <question>",
+    # negative (5) "[Y_]. <question>": the question ends the prompt, no answer cue
+    plan = monitor_plan()
+    assert [s.name for s in plan.stages] == ["anchor", "frames", "object", "foreign"]
     anchor = plan.stages[0].requests[0]
-    assert anchor.prompt == "Paris. What is the capital of France?\nAnswer:"
+    assert anchor.prompt == "Paris. What is the capital of France?"
+    # accuracy over the R x M frame-context combinations (Sec. 4.3): R = 2, M = 2 for France
+    frames = [r.prompt for r in plan.stages[1].requests if r.meta["fact_id"] == "a"]
+    assert frames == ["Rome. What is the capital of France?",
+                      "Lima. What is the capital of France?",
+                      "Rome. Which city is the seat of France?",
+                      "Lima. Which city is the seat of France?"]
+    assert len([r for r in plan.stages[1].requests if r.meta["fact_id"] == "b"]) == 2 * 1
+
+
+def test_monitor_anchor_is_the_objects_tokens():
+    plan = monitor_plan()
+    outputs = pd.DataFrame([{"stage": "anchor", "fact_id": "a", "text": " Paris.",
+                             "gold": "Paris", "token_ids": [5, 6]},
+                            {"stage": "anchor", "fact_id": "b", "text": " Rome",
+                             "gold": "Lima", "token_ids": [7]}])
+    # P(o | s, r, i+): the object " Paris" (not " Paris.") under the positive prompt
+    obj = plan.stages[2].build(outputs)
+    assert [(r.context, r.continuations) for r in obj] == \
+        [("Paris. What is the capital of France?", (" Paris",))]
+    assert (obj[0].meta["n_paraphrases"], obj[0].meta["n_negatives"]) == (2, 2)
+    foreign = plan.stages[3].build(outputs)
+    assert [r.context for r in foreign] == ["What is the capital of France?",
+                                            "Which city is the seat of France?",
+                                            "Rome. What is the capital of France?",
+                                            "Lima. What is the capital of France?"]
+    assert all(r.continuations == (" Paris",) for r in foreign)
+
+
+def test_monitor_compat_watches_the_objects_tokens_only():
+    plan = monitor_plan(compat=True)
+    outputs = pd.DataFrame([{"stage": "anchor", "fact_id": "a", "text": " Paris.",
+                             "gold": "Paris", "token_ids": [5, 6], "n_tokens": 2},
+                            {"stage": "object", "fact_id": "a", "text": None,
+                             "gold": "Paris", "token_ids": None, "n_tokens": 1}])
+    foreign = plan.stages[3].build(outputs)
+    assert len(foreign) == 4 and all(r.watch == (5,) and r.max_new_tokens == 1
+                                     for r in foreign)
+
+
+def test_monitor_named_options_give_the_older_frames():
+    plan = monitor_plan(answer_suffix="\nAnswer:", accuracy="monitor")
+    assert plan.stages[0].requests[0].prompt == "Paris. What is the capital of France?\nAnswer:"
     frames = [r.prompt for r in plan.stages[1].requests if r.meta["fact_id"] == "a"]
     assert frames == ["What is the capital of France?\nAnswer:",
                       "Which city is the seat of France?\nAnswer:",
                       "Rome. What is the capital of France?\nAnswer:",
                       "Lima. What is the capital of France?\nAnswer:"]
-    outputs = pd.DataFrame([{"stage": "anchor", "fact_id": "a", "text": " Paris.",
-                             "gold": "Paris", "token_ids": [5, 6]},
-                            {"stage": "anchor", "fact_id": "b", "text": " Rome",
-                             "gold": "Lima", "token_ids": [7]}])
-    foreign = plan.stages[2].build(outputs)
-    assert len(foreign) == 4 and all(r.continuation_ids == ((5, 6),) for r in foreign)
 
 
 def test_monitor_needs_negatives():
