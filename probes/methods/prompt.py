@@ -29,7 +29,13 @@ from builders.templates.files import Template, fill, y_is_last
 from probes.methods.flags import nonempty
 from probes.methods.spec import Probe
 from probes.methods.templates_in import load_templates
-from probes.methods.zp_lke import ACCURACY_AT_K, ZPLKEConfig, _examples, _rng, choices_of
+from probes.methods.zp_lke import (
+    ACCURACY_AT_K,
+    ZPLKEConfig,
+    _examples,
+    _rng,
+    choices_of,
+)
 from probes.plan import Plan, Stage
 from probes.requests import GenerateRequest, ScoreRequest
 

@@ -27,7 +27,6 @@ from probes.methods.spec import Probe
 from probes.plan import Plan, Stage
 from probes.requests import GenerateRequest, ScoreRequest
 
-
 ACCURACY_AT_K = ("formula", "text")   # App. D: its set D_K (>= K) | its prose ("> K")
 
 

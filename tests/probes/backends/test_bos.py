@@ -19,7 +19,14 @@ TEXT = ["Albert Einstein 1879, Niels Bohr 1885, Marie Curie 1867, Max Planck 185
 
 
 def tokenizer(adds_bos: bool):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from tokenizers import (
+        Tokenizer,
+        decoders,
+        models,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
     from transformers import PreTrainedTokenizerFast
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
