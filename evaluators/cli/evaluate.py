@@ -28,7 +28,10 @@ def _backend_flags(p: argparse.ArgumentParser) -> None:
                    help="rows per forward pass (halved automatically on out-of-memory)")
     g.add_argument("--trust-remote-code", action="store_true",
                    help="run code shipped with the model (off unless asked)")
-    g.add_argument("--add-bos", action="store_true", help="prepend the BOS token to prompts")
+    g.add_argument("--add-bos", action=argparse.BooleanOptionalAction, default=None,
+                   help="prepend the BOS token to every prompt, or never (--no-add-bos); "
+                   "default: as the tokenizer does (Llama-family yes, GPT-2/Pythia no), which "
+                   "is what vLLM sends; run.json records the choice")
     g.add_argument("--no-prefix-cache", action="store_true",
                    help="compute every sequence in full (slower; for checking)")
 

@@ -250,13 +250,29 @@ def test_bootstrap_and_paired_test():
     assert b["value"] == 0.5 and 0.39 < b["ci_low"] < 0.42 and 0.58 < b["ci_high"] < 0.61
     assert bootstrap([1, 0] * 50, ["r"] * 100, resamples=2000, seed=1) == b   # seeded
     # paired: A right on 8 facts where B is wrong, never the reverse, 12 ties; exact sign-flip
-    # p = 2 / 2^8 = 0.0078
+    # over the 8 differing facts: only all + or all - reach |sum| = 8, p = 2 / 2^8 = 0.0078
     a = [1] * 8 + [1] * 6 + [0] * 6
     bb = [0] * 8 + [1] * 6 + [0] * 6
-    t = paired_test(a, bb, resamples=200, permutations=20_000, seed=0)
+    t = paired_test(a, bb, resamples=200, seed=0)
     assert t["difference"] == 0.4 and (t["a_only"], t["b_only"]) == (8, 0)
-    assert abs(t["p_value"] - 2 / 256) < 0.003
+    assert t["p_value"] == 0.0078
     assert paired_test(a, a)["p_value"] == 1.0
+
+
+def test_paired_sign_flip_p_value_enumerated_by_hand():
+    # per-fact values (facts averaged over seeds can be fractions):
+    #   a = 1, 1, 0, 1,   1      b = 0, 0, 1, 0.5, 1     d = a - b = 1, 1, -1, 0.5, 0
+    # observed |sum d| = 1.5; the last fact (d = 0) flips to itself. The 2^4 = 16 flips of
+    # (1, 1, -1, 0.5): s1 + s2 + s3 takes 3 (1 way), 1 (3 ways), -1 (3), -3 (1), then +-0.5:
+    #   3 -> |3.5|, |2.5|: both >= 1.5  (2 flips)     1 -> |1.5| yes, |0.5| no  (3 flips)
+    #  -1 -> |-0.5| no, |-1.5| yes      (3 flips)    -3 -> |-2.5|, |-3.5|       (2 flips)
+    # p = (2 + 3 + 3 + 2) / 16 = 10 / 16 = 0.625
+    t = paired_test([1, 1, 0, 1, 1], [0, 0, 1, 0.5, 1], resamples=0)
+    assert (t["difference"], t["p_value"], t["a_only"], t["b_only"]) == (0.3, 0.625, 3, 1)
+    # 20 facts all won by A: 2^20 flips are more than 10,000, so 10,000 random flips; only 2
+    # of the 2^20 reach |sum| = 20, so (seeded) none is drawn and p = (1 + 0) / (1 + 10,000)
+    big = paired_test([1] * 20, [0] * 20, resamples=0)
+    assert big["p_value"] == 0.0001
 
 
 def test_missing_belief_and_icl_rows_are_user_errors():

@@ -209,6 +209,21 @@ def test_monitor_alphas_are_parameters(world):
     # the alphas' effect on hand-worked values: tests/evaluators/metrics/test_monitor_paper.py
 
 
+def sign_flip_p(diffs: list[float]) -> tuple[float, int]:
+    """Two-sided exact sign-flip p-value of paired differences, and how many differ."""
+    nz = [round(d, 9) for d in diffs if abs(d) > 1e-12]
+    dist = {0.0: 1}                       # sum of s_i d_i -> number of flips giving it
+    for d in nz:
+        nxt: dict = {}
+        for total, ways in dist.items():
+            for v in (round(total + d, 9), round(total - d, 9)):
+                nxt[v] = nxt.get(v, 0) + ways
+        dist = nxt
+    observed = abs(sum(nz))
+    hits = sum(w for v, w in dist.items() if abs(v) >= observed - 1e-9)
+    return hits / 2 ** len(nz), len(nz)
+
+
 def test_paired_comparison_and_subsumption(world):
     comp = pd.read_csv(world["out"] / "tables" / "comparisons.csv")
     row = comp[comp["dataset"] == "synth-mc"].iloc[0]
@@ -219,7 +234,12 @@ def test_paired_comparison_and_subsumption(world):
     diffs = [a["per_fact"][f] - b["per_fact"][f] for f in facts]
     assert close(row["difference"], ind.mean(diffs))
     assert row["a_only"] == sum(1 for f in facts if a["per_fact"][f] > .5 >= b["per_fact"][f])
-    assert 0 < row["p_value"] <= 1 and row["ci_low"] <= row["difference"] <= row["ci_high"]
+    # the sign-flip p-value, exact, from the distribution of sum(s_i d_i) over all 2^m flips
+    # of the m differing facts, built by convolution (differences are multiples of 1/seeds)
+    exact, m = sign_flip_p(diffs)
+    assert row["p_value"] == round(exact, 4) if 2 ** m <= 10_000 else \
+        abs(row["p_value"] - exact) < 0.02            # 10,000 random flips: s.e. <= 0.005
+    assert row["ci_low"] <= row["difference"] <= row["ci_high"]
     sub = pd.read_csv(world["out"] / "tables" / "subsumption-synth-mc.csv", index_col=0)
     ka, kb = a["known"], b["known"]
     assert close(sub.loc["zp-lke:model-a", "zp-lke:model-b"], len(ka & kb) / len(ka))

@@ -67,11 +67,48 @@ def test_prompt_hgp_and_fs_lke():
     req = prompt_baselines.plan(mc_facts(), tpl, cfg).stages[0].requests[0]
     assert req.context == "Peter Grunberg was born in"
     assert req.continuations == (" 1939", " 1901", " 1925")
+    # FS-LKE as in the paper's Table 1 ("Albert Einstein was born in 1879, Brian Kobilka was
+    # born in 1955, Peter Grunberg was born in") and Fig. 6: the prompt in place of ZP-LKE's
+    # subject-object separator, pairs joined by ", ", no sentence full stops
     fs = prompt_baselines.plan(mc_facts(), tpl, prompt_baselines.PromptConfig(
         fs_examples=2, response_tokens=0)).stages[0].requests[0]
-    sentences = fs.context.split(". ")
-    assert len(sentences) == 3 and sentences[-1] == "Peter Grunberg was born in"
-    assert all(" was born in " in s for s in sentences[:2])
+    assert fs.context == ("Marie Curie was born in 1867, Albert Einstein was born in 1879, "
+                          "Peter Grunberg was born in")
+    assert fs.continuations == (" 1939", " 1901", " 1925")
+    # the same two examples as ZP-LKE's seed-0 draw, with " " in place of the prompt
+    zp = zp_lke.plan(mc_facts(), zp_lke.ZPLKEConfig(n_examples=(2,), response_tokens=0))
+    assert zp.stages[0].requests[0].context == "Marie Curie 1867, Albert Einstein 1879, " \
+        "Peter Grunberg"
+
+
+def born_templates() -> list[Template]:
+    texts = ["[X] was born in [Y].", "[X] was born in the year [Y].", "[X] is from [Y].",
+             "The birth year of [X] is [Y].", "[X] came into the world in [Y]."]
+    out = [Template(f"born/m{i + 1}", "born", t, "statement") for i, t in enumerate(texts)]
+    out.append(Template("born/m6", "born", "In which year was [X] born? [Y].", "question"))
+    out.append(Template("born/m7", "born", "[X] was born in [Y]. True or false?", "check"))
+    return out
+
+
+def test_prompt_draws_three_templates_per_relation():
+    # Sec. 4.1: three templates per relation drawn at random; a question per (fact, template)
+    plan = prompt_baselines.plan(mc_facts(), born_templates(),
+                                 prompt_baselines.PromptConfig(response_tokens=0))
+    contexts = {r.meta["template_id"]: r.context for r in plan.stages[0].requests}
+    assert contexts == {"born/m2": "Peter Grunberg was born in the year",
+                        "born/m3": "Peter Grunberg is from",
+                        "born/m4": "The birth year of Peter Grunberg is"}
+    assert plan.info["templates"] == {"born": ["born/m2", "born/m3", "born/m4"]}
+    other = prompt_baselines.plan(mc_facts(), born_templates(), prompt_baselines.PromptConfig(
+        response_tokens=0, seed=2)).info["templates"]["born"]
+    assert other == ["born/m1", "born/m3", "born/m5"]     # another seed, another draw
+    one = prompt_baselines.plan(mc_facts(), born_templates(), prompt_baselines.PromptConfig(
+        response_tokens=0, template_id="m4")).stages[0].requests
+    assert [r.context for r in one] == ["The birth year of Peter Grunberg is"]
+    # a pool of two (no more statements): both, whatever the count
+    two = prompt_baselines.plan(mc_facts(), born_templates()[:2], prompt_baselines.PromptConfig(
+        response_tokens=0, template_count=3)).info["templates"]["born"]
+    assert two == ["born/m1", "born/m2"]
 
 
 def mp_facts() -> pd.DataFrame:
