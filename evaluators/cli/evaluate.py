@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from builders.core.argtypes import positive, relation_list
 from builders.core.errors import UserError
@@ -80,9 +81,18 @@ def run_method(method_name: str, args, method_cfg) -> str:
                      progress=not args.quiet, too_long=args.too_long)
     plan = method.probe.plan(tables, method_cfg)
     planted = load_planted(args.model)
+    notes: list[str] = []
+
+    def metrics_fn(outputs):
+        metrics = method.metrics.compute(outputs, planted, method_cfg)
+        notes.extend(metrics.get("notes") or [])
+        return metrics
+
     out = run_eval(cfg, backend_cfg, plan, method_cfg, dataset_info(folder), kinds=KINDS,
-                   metrics_fn=lambda outputs: method.metrics.compute(outputs, planted,
-                                                                     method_cfg))
+                   metrics_fn=metrics_fn)
+    # what the metrics could not compute, and why: said after the run, not an error
+    for note in notes:
+        print(f"{method_name}: {note}", file=sys.stderr)
     return f"wrote {out}" if out else ""
 
 
