@@ -1,4 +1,4 @@
-"""BELIEF metrics (Zhao et al., Sec. 2, 6, 7), shared by BELIEF-ICL: Acc@1 with its
+"""BELIEF metrics (Zhao et al., Sec. 2, 5.4, 7), shared by BELIEF-ICL: Acc@1 with its
 fluctuation, Consist, Overconf with the calibration curve, bias level, Average / Maximum /
 Oracle coverage and the knowledge sharing rate.
 
@@ -289,7 +289,7 @@ def _entropy_bias(p: np.ndarray) -> float:
 
 
 def bias_level(content_free: pd.DataFrame) -> dict:
-    """Bias level (Sec. 6) from content-free prompts ("N/A", "", "?" in place of the subject):
+    """Bias level (Sec. 5.4) from content-free prompts ("N/A", "", "?" in place of the subject):
     per template, each input's probabilities over the relation's single-token candidate
     objects (NaN ones dropped, the same set for every template of the relation) are
     renormalised and averaged over the inputs; bias = 1 - H / H_max (H_max = log K).
