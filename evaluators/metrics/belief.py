@@ -147,8 +147,7 @@ def skipped_pairs(prompts: pd.DataFrame, kept: pd.DataFrame) -> dict:
     note = (f"skipped {len(gone)} of {len(every)} pairs ({reason}) in "
             f"{len(per_rel)} relation{'s' if len(per_rel) != 1 else ''}: "
             + ", ".join(f"{r} {n}" for r, n in per_rel.items())) if len(gone) else None
-    return {"pairs": int(len(gone)), "of": int(len(every)),
-            "prompts": int(len(prompts) - len(kept)),
+    return {"pairs": len(gone), "of": len(every), "prompts": len(prompts) - len(kept),
             "reasons": {reason: per_rel} if per_rel else {}, "note": note}
 
 

@@ -96,8 +96,8 @@ def test_skipped_pairs_are_counted_per_relation_and_said():
     assert m["pairs"] == 1 and m["pairs_skipped_multi_token"] == 2
     assert m["skipped"] == {"pairs": 2, "of": 3, "prompts": 4,
                             "reasons": {"multi-token objects": {"cap": 1, "lang": 1}}}
-    assert m["notes"] == ["skipped 2 of 3 pairs (multi-token objects) in 2 relations: "
-                          "cap 1, lang 1"]
+    assert m["notes"] == [("skipped 2 of 3 pairs (multi-token objects) in 2 relations: "
+                           "cap 1, lang 1")]
 
 
 def test_outputs_without_candidate_tokens_match_the_single_token_names():

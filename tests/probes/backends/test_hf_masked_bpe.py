@@ -24,8 +24,15 @@ def roberta_dir(tmp_path_factory):
     """A one-layer RobertaForMaskedLM with a byte-level BPE tokenizer trained on TEXT, its
     output bias rigged so that the top-1 token at any mask is "ĠParis" (p ~ 1)."""
     import torch
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
-    from tokenizers import trainers
+    from tokenizers import (
+        AddedToken,
+        Tokenizer,
+        decoders,
+        models,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
     from transformers import PreTrainedTokenizerFast, RobertaConfig, RobertaForMaskedLM
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
