@@ -204,7 +204,8 @@ def _belief_family(prompts: list[dict], same, conf_items, planted, score_of=None
         avg[k] = mean(mean(x) for x in per_t.values())
         oracle[k] = float(any(p["correct"] for p in v))
         for t, x in per_t.items():
-            template_acc[k[0]][t].append(mean(x))
+            # Maximum: the best subject name's prompt per fact (the paper's footnote 16)
+            template_acc[k[0]][t].append(max(x))
     pairs_per_rel = defaultdict(int)
     for k in by_pair:
         pairs_per_rel[k[0]] += 1
@@ -235,8 +236,13 @@ def belief(outputs, planted) -> dict:
         if all(math.isnan(x) for x in cands):
             continue
         top = str(r["top_tokens"][0])
-        golds = {norm(g) for g in r["gold_names"]}
-        prompts.append({**r, "prediction": top, "correct": float(norm(top) in golds),
+        # exact on tokens (Sec. 2.1): the top-1 token is the token of a single-token gold name
+        # (the backend's candidate_tokens; without them, the names themselves)
+        toks = r.get("candidate_tokens")
+        if toks is None or isinstance(toks, float):
+            toks = list(r["gold_names"])
+        golds = {str(t) for t, x in zip(toks, cands) if t is not None and not math.isnan(x)}
+        prompts.append({**r, "prediction": top, "correct": float(top in golds),
                         "confidence": float(r["top_probs"][0]),
                         "gold_prob": sum(x for x in cands if not math.isnan(x))})
     items = [(p["confidence"], p["correct"], p["prompt_id"], p["fact_id"], p["template_id"],

@@ -148,14 +148,17 @@ def test_bias_level_by_hand():
 
 def test_coverage_by_hand():
     # relation r, templates t1 t2; pair a: t1 right, t2 wrong; pair b: both wrong;
-    # pair c: t2 right (two names: X right, Y wrong -> a(c, t2) = 0.5)
+    # pair c: t2 right (two names: X right, Y wrong -> a(c, t2) = 0.5 as the names' mean,
+    # 1 as the best name, footnote 16)
     rows = pd.DataFrame({"relation_id": ["r"] * 7, "fact_id": ["a", "a", "b", "b", "c", "c", "c"],
                          "template_id": ["t1", "t2", "t1", "t2", "t1", "t2", "t2"],
                          "subject_name": ["X"] * 6 + ["Y"], "correct": [1, 0, 0, 0, 0, 1, 0.]})
     c = B.coverage(rows, resamples=0)
     assert c["average"]["value"] == 0.25          # (0.5 + 0 + 0.25) / 3
-    assert c["maximum"]["value"] == 0.3333        # t1: 1/3, t2: 0.5/3 -> best 1/3
-    assert c["maximum"]["best_template"] == {"r": "t1"}
+    assert c["maximum"]["value"] == 0.3333        # t1: 1/3, t2: 1/3 (best name) -> 1/3
+    assert c["maximum"]["best_template"] == {"r": "t1"}    # the first of the tied
+    mean = B.coverage(rows, resamples=0, subject="mean")["maximum"]
+    assert mean["value"] == 0.3333 and mean["best_template"] == {"r": "t1"}  # t2: 0.5/3
     assert c["oracle"]["value"] == 0.6667         # a and c have a right prompt
     assert B.sharing_rate(B.covered_units(rows), {("a", "t1", "X")}) == 0.5
 

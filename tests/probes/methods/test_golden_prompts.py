@@ -163,6 +163,32 @@ def test_belief_icl_samples_on_a_subset():
     assert all(r.samples == 7 for r in plan.stages[1].requests)
 
 
+def test_belief_icl_samples_distinct_pairs_equally_per_context():
+    # France: 2 names x 2 templates = 4 prompts; Peru: 1 x 2 = 2; in each context 3 sampled
+    # prompts: one of each pair (the paper's "prompts from unique subject-relation pairs"),
+    # then a second distinct prompt of one pair; the same three in both contexts
+    cfg = belief_icl.BeliefICLConfig(contexts=("zero", "1-template"), samples=5,
+                                     sample_prompts=3)
+    plan = belief_icl.plan(mp_facts(), TPL, cfg)
+    key = ("fact_id", "template_id", "subject_name")
+    per_ctx: dict[str, list] = {}
+    for r in plan.stages[1].requests:
+        per_ctx.setdefault(r.meta["context"], []).append(tuple(r.meta[k] for k in key))
+    assert sorted(per_ctx) == ["1-template", "zero"]
+    zero, few = per_ctx["zero"], per_ctx["1-template"]
+    assert len(zero) == len(set(zero)) == 3 and set(zero) == set(few)
+    assert {f for f, _, _ in zero} == {"a", "b"}
+    assert plan.info["sampled_per_context"] == 3
+    two = belief_icl.plan(mp_facts(), TPL, belief_icl.BeliefICLConfig(
+        contexts=("zero",), samples=5, sample_prompts=2)).stages[1].requests
+    assert sorted(r.meta["fact_id"] for r in two) == ["a", "b"]       # one prompt per pair
+    # more than there are: every prompt once per context, none twice
+    every = belief_icl.plan(mp_facts(), TPL, belief_icl.BeliefICLConfig(
+        contexts=("zero", "1-template"), samples=5, sample_prompts=100)).stages[1].requests
+    units = [(r.meta["context"],) + tuple(r.meta[k] for k in key) for r in every]
+    assert len(units) == len(set(units)) == 2 * 6
+
+
 def monitor_plan(**kw):
     facts = mp_facts().assign(negatives=[["Rome", "Lima"], ["Paris"]])
     tpls = [TPL[1], Template("cap/m4", "cap", "Which city is the seat of [X]? [Y].", "question",
