@@ -43,6 +43,12 @@ def _eval_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--too-long", choices=("error", "skip", "truncate"), default="error",
                    help="prompts longer than the model's context: stop with an error, skip and "
                         "count them, or drop leading in-context examples until they fit")
+    p.add_argument("--no-subject-blind", dest="subject_blind", action="store_false",
+                   help="on a planted model (planted.json beside it), skip the subject-blind "
+                        "null: the same probe asked again with every planted and held-out "
+                        "test subject replaced by one made-up name, whose validity AUROC "
+                        "sits beside each validity AUROC (docs/metrics/validity.md). The null "
+                        "is a second pass: it about doubles the model time")
     _backend_flags(p)
 
 
@@ -80,9 +86,13 @@ def run_method(method_name: str, args, method_cfg) -> str:
                      progress=not args.quiet, too_long=args.too_long)
     plan = method.probe.plan(tables, method_cfg)
     planted = load_planted(args.model)
+    if planted is not None and args.subject_blind:
+        from probes.engine.subject_blind import with_null_pass
+        plan = with_null_pass(plan, tables, planted,
+                              lambda blind: method.probe.plan(blind, method_cfg))
     out = run_eval(cfg, backend_cfg, plan, method_cfg, dataset_info(folder), kinds=KINDS,
-                   metrics_fn=lambda outputs: method.metrics.compute(outputs, planted,
-                                                                     method_cfg))
+                   metrics_fn=lambda outputs: method.metrics.checked_compute(
+                       outputs, planted, method_cfg))
     return f"wrote {out}" if out else ""
 
 

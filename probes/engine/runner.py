@@ -28,6 +28,7 @@ from probes.backends import BackendConfig, backend_kind
 from probes.backends.base import Backend, BackendKind, missing
 from probes.engine.checkpoints import Checkpoints, ChunkStats
 from probes.engine.outputs import generate_rows, mask_rows, request_text, score_rows
+from probes.engine.subject_blind import COLUMN as BLIND
 from probes.plan import Plan, Stage
 from probes.requests import prompt_id
 
@@ -102,7 +103,7 @@ def execute(plan: Plan, backend: Backend, checkpoints: Checkpoints, progress: bo
     frames: list[pd.DataFrame] = []
     prompts: dict[str, str] = {}
     for stage in plan.stages:
-        checkpoints.begin_stage(stage.name)
+        checkpoints.begin_stage(stage.key)
         requests = stage.requests
         if stage.build is not None:
             requests = stage.build(pd.concat(frames, ignore_index=True) if frames
@@ -114,11 +115,11 @@ def execute(plan: Plan, backend: Backend, checkpoints: Checkpoints, progress: bo
             text = request_text(r)
             prompts[prompt_id(text)] = text
         # Bars only on a terminal: piped or logged, stderr stays the one line of an error.
-        with tqdm(total=len(requests), desc=f"{plan.method} {stage.name}", unit="req",
+        with tqdm(total=len(requests), desc=f"{plan.method} {stage.key}", unit="req",
                   disable=not progress or not sys.stderr.isatty()) as bar:
             for i, chunk in enumerate(_chunks(requests)):
-                path = checkpoints.path(stage.name, i, chunk)
-                frame = checkpoints.load(stage.name, path)
+                path = checkpoints.path(stage.key, i, chunk)
+                frame = checkpoints.load(stage.key, path)
                 if frame is None:
                     before = backend.usage()
                     start = time.perf_counter()
@@ -127,7 +128,7 @@ def execute(plan: Plan, backend: Backend, checkpoints: Checkpoints, progress: bo
                     stats = ChunkStats(after.computed - before.computed,
                                        after.full_sequence - before.full_sequence,
                                        round(time.perf_counter() - start, 3))
-                    frame = checkpoints.save(stage.name, path, rows, stats)
+                    frame = checkpoints.save(stage.key, path, rows, stats)
                 else:
                     bar.update(len(chunk))
                 frames.append(frame)
@@ -136,7 +137,8 @@ def execute(plan: Plan, backend: Backend, checkpoints: Checkpoints, progress: bo
 
 
 def _sorted(outputs: pd.DataFrame) -> pd.DataFrame:
-    keys = [k for k in ("stage", "relation_id", "fact_id", "seed", "n_examples", "position",
+    # the probe's own rows first, then the subject-blind null's (probes/engine/subject_blind.py)
+    keys = [k for k in (BLIND, "stage", "relation_id", "fact_id", "seed", "n_examples", "position",
                         "prompt_id", "option", "sample") if k in outputs.columns]
     return outputs.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
 
