@@ -93,6 +93,10 @@ def run_method(method_name: str, args, method_cfg) -> str:
     out = run_eval(cfg, backend_cfg, plan, method_cfg, dataset_info(folder), kinds=KINDS,
                    metrics_fn=lambda outputs: method.metrics.checked_compute(
                        outputs, planted, method_cfg))
+    null = plan.info.get("subject_blind")
+    if out is None and null:                 # --dry-run: its count included the null pass
+        return (f"of which {sum(null['requests_per_stage'].values())} ask about the "
+                f"subject-blind null ({null['facts']} facts); --no-subject-blind skips them")
     return f"wrote {out}" if out else ""
 
 

@@ -85,13 +85,31 @@ def _chunks(requests: list) -> list[list]:
     return out
 
 
+def _once(call, chunk: list, bar) -> list:
+    """``call`` on the distinct requests of ``chunk`` (equal in all the model sees; sampled
+    generations stay apart), one result per request of ``chunk``. A batch's numbers depend
+    on its make-up in the last float bits: a question asked twice in a chunk (the
+    subject-blind null asks one per fact) must get one answer, or that noise decides its
+    ties."""
+    keys = [i if getattr(r, "samples", 0) else r for i, r in enumerate(chunk)]
+    first: dict = {}
+    for k, r in zip(keys, chunk):
+        first.setdefault(k, r)
+    if len(first) == len(chunk):
+        return call(chunk, progress=bar)
+    got = dict(zip(first, call(list(first.values()), progress=bar)))
+    if bar is not None:
+        bar.update(len(chunk) - len(first))
+    return [got[k] for k in keys]
+
+
 def _run_chunk(backend, stage: Stage, chunk: list, bar) -> list[dict]:
     if stage.kind == "score":
-        return score_rows(stage.name, chunk, backend.score(chunk, progress=bar))
+        return score_rows(stage.name, chunk, _once(backend.score, chunk, bar))
     if stage.kind == "generate":
-        return generate_rows(stage.name, chunk, backend.generate(chunk, progress=bar))
+        return generate_rows(stage.name, chunk, _once(backend.generate, chunk, bar))
     if stage.kind == "fill_mask":
-        return mask_rows(stage.name, chunk, backend.fill_mask(chunk, progress=bar))
+        return mask_rows(stage.name, chunk, _once(backend.fill_mask, chunk, bar))
     raise ValueError(stage.kind)
 
 

@@ -116,3 +116,24 @@ def test_no_planted_or_held_out_fact_means_no_null_pass():
     tables = {"facts": facts()}
     plan = make(tables)
     assert with_null_pass(plan, tables, {"planted": ["x"], "held_out": ["y"]}, make) is plan
+
+
+def test_a_question_asked_twice_in_a_chunk_gets_one_answer(tiny_causal_dir):
+    from probes.engine.runner import _once
+    from probes.requests import GenerateRequest
+    backend = KINDS["hf-causal"].load(BackendConfig(str(tiny_causal_dir)))
+    asked = []
+
+    def score(reqs, progress=None):
+        asked.append(len(reqs))
+        return backend.score(reqs, progress=progress)
+    same = [ScoreRequest("The capital of Peru is", (" Lima", " Rome"), meta={"fact_id": str(i)})
+            for i in range(5)]
+    other = ScoreRequest("The capital of Chile is", (" Lima", " Rome"))
+    got = _once(score, [same[0], other, *same[1:]], None)
+    assert asked == [2]                                     # Peru once, Chile once
+    assert len(got) == 6 and all(g is got[0] for g in [got[2], got[3], got[4], got[5]])
+    # sampled generations are draws: never merged
+    draws = [GenerateRequest("Peru", 2, samples=3)] * 2
+    assert len(_once(lambda reqs, progress=None: [len(reqs)] * len(reqs), draws, None)) == 2
+    assert _once(lambda reqs, progress=None: [len(reqs)] * len(reqs), draws, None) == [2, 2]
