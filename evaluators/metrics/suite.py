@@ -14,10 +14,10 @@ from typing import Callable, Mapping
 import pandas as pd
 
 from builders.core.errors import UserError
-from probes.engine.subject_blind import split_passes
 from evaluators.metrics.stats import rnd
 from evaluators.metrics.validity import null_of
 from evaluators.metrics.zp_lke import DEFAULT_K
+from probes.engine.subject_blind import split_passes
 
 
 @dataclass(frozen=True)

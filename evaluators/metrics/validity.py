@@ -120,6 +120,6 @@ def familiar(null_auroc: float | None, margin: float = FAMILIARITY_MARGIN) -> bo
     >>> familiar(0.9), familiar(0.5), familiar(0.35), familiar(0.6), familiar(None)
     (True, False, True, False, False)
     """
-    if null_auroc is None or null_auroc != null_auroc:
+    if null_auroc is None or np.isnan(null_auroc):
         return False
     return abs(null_auroc - 0.5) > margin

@@ -19,8 +19,8 @@ metrics each pass's rows as if the other did not exist.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 import numpy as np
 import pandas as pd
