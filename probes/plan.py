@@ -28,7 +28,7 @@ class Stage:
     # not known before running, so they cannot tell): "token_ids", "watch".
     needs: frozenset[str] = frozenset()
     # What the checkpoint files and run.json's timings call the stage (default: its name). A
-    # second pass over the same stages (the subject-blind null, probes/engine/subject_blind.py)
+    # second pass over the same stages (the subject-blind null, probes/subject_blind.py)
     # keeps its rows' stage names, so the metrics read it as they read the first, but is
     # timed and checkpointed apart.
     label: str = ""

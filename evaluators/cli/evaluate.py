@@ -87,7 +87,7 @@ def run_method(method_name: str, args, method_cfg) -> str:
     plan = method.probe.plan(tables, method_cfg)
     planted = load_planted(args.model)
     if planted is not None and args.subject_blind:
-        from probes.engine.subject_blind import with_null_pass
+        from probes.subject_blind import with_null_pass
         plan = with_null_pass(plan, tables, planted,
                               lambda blind: method.probe.plan(blind, method_cfg))
     out = run_eval(cfg, backend_cfg, plan, method_cfg, dataset_info(folder), kinds=KINDS,

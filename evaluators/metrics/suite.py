@@ -17,7 +17,7 @@ from builders.core.errors import UserError
 from evaluators.metrics.stats import rnd
 from evaluators.metrics.validity import null_of
 from evaluators.metrics.zp_lke import DEFAULT_K
-from probes.engine.subject_blind import split_passes
+from probes.subject_blind import split_passes
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ class MethodMetrics:
     def checked_compute(self, outputs: pd.DataFrame, planted: dict | None, cfg, *,
                         options: MetricsOptions = OPTIONS) -> dict:
         """metrics.json of a run, as ``factprobe eval`` writes it and ``factprobe report``
-        recomputes it. A run with a subject-blind null pass (probes/engine/subject_blind.py)
+        recomputes it. A run with a subject-blind null pass (probes/subject_blind.py)
         gets its metrics from its own rows alone (the same numbers as a run without the
         null), and every validity block the null of that block (:func:`.validity.null_of`)."""
         own, blind = split_passes(outputs)

@@ -58,7 +58,7 @@ from evaluators.report.tables import (
     summary_metrics,
     validity_table,
 )
-from probes.engine.subject_blind import split_passes
+from probes.subject_blind import split_passes
 
 PLOT_DIRS = ("figures", "plots/calibration", "plots/accuracy_vs_examples", "plots/accuracy_at_k")
 

@@ -28,9 +28,9 @@ from probes.backends import BackendConfig, backend_kind
 from probes.backends.base import Backend, BackendKind, missing
 from probes.engine.checkpoints import Checkpoints, ChunkStats
 from probes.engine.outputs import generate_rows, mask_rows, request_text, score_rows
-from probes.engine.subject_blind import COLUMN as BLIND
 from probes.plan import Plan, Stage
 from probes.requests import prompt_id
+from probes.subject_blind import COLUMN as BLIND
 
 CHUNK = 256
 
@@ -155,7 +155,7 @@ def execute(plan: Plan, backend: Backend, checkpoints: Checkpoints, progress: bo
 
 
 def _sorted(outputs: pd.DataFrame) -> pd.DataFrame:
-    # the probe's own rows first, then the subject-blind null's (probes/engine/subject_blind.py)
+    # the probe's own rows first, then the subject-blind null's (probes/subject_blind.py)
     keys = [k for k in (BLIND, "stage", "relation_id", "fact_id", "seed", "n_examples", "position",
                         "prompt_id", "option", "sample") if k in outputs.columns]
     return outputs.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)

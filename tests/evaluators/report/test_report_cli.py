@@ -248,7 +248,7 @@ def test_eval_metrics_json_agrees_with_an_independent_computation(tmp_path, tiny
     from evaluators.methods import METHODS
     from probes.backends import KINDS, BackendConfig
     from probes.engine.runner import EvalConfig, run_eval
-    from probes.engine.subject_blind import COLUMN, with_null_pass
+    from probes.subject_blind import COLUMN, with_null_pass
     make, tables, cfg, halves = _plan(method)
     plan = with_null_pass(make(tables), tables, halves, make)
     model = tiny_masked_dir if method == "belief" else tiny_causal_dir

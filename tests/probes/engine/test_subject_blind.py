@@ -1,4 +1,4 @@
-"""The subject-blind null pass (probes/engine/subject_blind.py): which subjects it replaces,
+"""The subject-blind null pass (probes/subject_blind.py): which subjects it replaces,
 and that its rows stay apart from the probe's own, a ``build`` stage included."""
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ import pytest
 from builders.core.errors import UserError
 from probes.backends import KINDS, BackendConfig
 from probes.engine.runner import EvalConfig, run_eval
-from probes.engine.subject_blind import (
+from probes.plan import Plan, Stage
+from probes.requests import ScoreRequest
+from probes.subject_blind import (
     COLUMN,
     NULL_SUBJECT,
     blind_facts,
     split_passes,
     with_null_pass,
 )
-from probes.plan import Plan, Stage
-from probes.requests import ScoreRequest
 
 
 def facts() -> pd.DataFrame:
