@@ -47,6 +47,12 @@ def _eval_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--too-long", choices=("error", "skip", "truncate"), default="error",
                    help="prompts longer than the model's context: stop with an error, skip and "
                         "count them, or drop leading in-context examples until they fit")
+    p.add_argument("--no-subject-blind", dest="subject_blind", action="store_false",
+                   help="on a planted model (planted.json beside it), skip the subject-blind "
+                        "null: the same probe asked again with every planted and held-out "
+                        "test subject replaced by one made-up name, whose validity AUROC "
+                        "sits beside each validity AUROC (docs/metrics/validity.md). The null "
+                        "is a second pass: it about doubles the model time")
     _backend_flags(p)
 
 
@@ -84,10 +90,14 @@ def run_method(method_name: str, args, method_cfg) -> str:
                      progress=not args.quiet, too_long=args.too_long)
     plan = method.probe.plan(tables, method_cfg)
     planted = load_planted(args.model)
+    if planted is not None and args.subject_blind:
+        from probes.subject_blind import with_null_pass
+        plan = with_null_pass(plan, tables, planted,
+                              lambda blind: method.probe.plan(blind, method_cfg))
     notes: list[str] = []
 
     def metrics_fn(outputs):
-        metrics = method.metrics.compute(outputs, planted, method_cfg)
+        metrics = method.metrics.checked_compute(outputs, planted, method_cfg)
         notes.extend(metrics.get("notes") or [])
         return metrics
 
@@ -96,6 +106,10 @@ def run_method(method_name: str, args, method_cfg) -> str:
     # what the metrics could not compute, and why: said after the run, not an error
     for note in notes:
         print(f"{method_name}: {note}", file=sys.stderr)
+    null = plan.info.get("subject_blind")
+    if out is None and null:                 # --dry-run: its count included the null pass
+        return (f"of which {sum(null['requests_per_stage'].values())} ask about the "
+                f"subject-blind null ({null['facts']} facts); --no-subject-blind skips them")
     return f"wrote {out}" if out else ""
 
 
