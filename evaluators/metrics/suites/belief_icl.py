@@ -46,7 +46,7 @@ def belief_icl_metrics(outputs: pd.DataFrame, planted: dict | None, cfg, *,
     kw = dict(resamples=options.resamples, seed=options.seed)
     samples = outputs[outputs["stage"] == "samples"]
     if len(samples):
-        n = samples.groupby(["context", "prompt_id"]).size()
+        n = samples.groupby(["context", "fact_id", "prompt_id"]).size()
         if n.nunique() > 1:
             raise UserError(f"sampled prompts have between {n.min()} and {n.max()} samples: "
                             f"outputs.parquet is missing rows; rerun 'factprobe eval "

@@ -170,7 +170,7 @@ def test_icl_matching_confidence_and_one_word_by_hand():
     greedy = pd.DataFrame({"context": ["zero"], "prompt_id": ["p"], "relation_id": ["r"],
                            "fact_id": ["a"], "prediction": [" the mice"], "correct": [1.0]})
     smp = pd.DataFrame({"stage": ["samples"] * 5, "context": ["zero"] * 5,
-                        "prompt_id": ["p"] * 5, "gold_names": [["mouse"]] * 5,
+                        "prompt_id": ["p"] * 5, "fact_id": ["a"] * 5, "gold_names": [["mouse"]] * 5,
                         "text": [" mouse", "Mice.", " cat", " the mouse", ""]})
     c = BI.sample_confidence(smp, greedy).iloc[0]
     # vs "the mice" -> (the, mouse): "mouse" yes, "Mice." yes, "cat" no, "the mouse" yes,
