@@ -30,10 +30,10 @@ from probes.methods.flags import nonempty
 from probes.methods.spec import Probe
 from probes.methods.templates_in import load_templates
 from probes.methods.zp_lke import (
-    ACCURACY_AT_K,
     ZPLKEConfig,
     _examples,
     _rng,
+    add_accuracy_at_k,
     choices_of,
 )
 from probes.plan import Plan, Stage
@@ -175,13 +175,11 @@ def add_flags(p: argparse.ArgumentParser) -> None:
                    help="draws the templates and the FS-LKE examples")
     g.add_argument("--response-tokens", type=count, default=10,
                    help="greedy tokens for the response test (0: off)")
-    g.add_argument("--accuracy-at-k", choices=ACCURACY_AT_K, default="formula",
-                   help="Accuracy@K keeps questions with confidence >= K (formula, App. D's "
-                   "set) or > K (text, its prose)")
+    add_accuracy_at_k(g)
 
 
 def from_args(args: argparse.Namespace) -> PromptConfig:
-    if args.template_id and args.template_count != 3:
+    if args.template_id and args.template_count != PromptConfig.template_count:
         raise UserError("--template-id picks one template; drop --template-count")
     return PromptConfig(templates=args.templates, template_id=args.template_id,
                         template_count=args.template_count, fs_examples=args.fs_examples,

@@ -237,9 +237,14 @@ def add_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--corrupt-layout", choices=("spread", "block"), default="spread")
     g.add_argument("--positions", type=count, default=0,
                    help="also score every object in one sequence of N pairs (the paper: 200)")
-    g.add_argument("--accuracy-at-k", choices=ACCURACY_AT_K, default="formula",
-                   help="Accuracy@K keeps questions with confidence >= K (formula, App. D's "
-                   "set) or > K (text, its prose)")
+    add_accuracy_at_k(g)
+
+
+def add_accuracy_at_k(group) -> None:
+    """``--accuracy-at-k``, shared with the prompt baselines (both report Accuracy@K)."""
+    group.add_argument("--accuracy-at-k", choices=ACCURACY_AT_K, default="formula",
+                       help="Accuracy@K keeps questions with confidence >= K (formula, App. D's "
+                       "set) or > K (text, its prose)")
 
 
 def from_args(args: argparse.Namespace) -> ZPLKEConfig:
