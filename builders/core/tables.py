@@ -232,7 +232,11 @@ def check_kind(folder: str | os.PathLike, manifest: Mapping[str, Any], kinds: tu
 
 
 def base_manifest(name: str, kind: str, source: Mapping[str, Any], params: Mapping[str, Any],
-                  counts: Mapping[str, Any]) -> dict:
+                  counts: Mapping[str, Any], provenance: Mapping[str, Any] | None = None) -> dict:
+    """A manifest. ``provenance`` (:mod:`builders.core.provenance`) defaults to this build with
+    ``source`` as what it read: right for the builders that read a graph or file directly;
+    builders that read datasets pass their own, naming those inputs."""
+    from builders.core.provenance import make_provenance
     return {
         "name": name,
         "kind": kind,
@@ -241,4 +245,5 @@ def base_manifest(name: str, kind: str, source: Mapping[str, Any], params: Mappi
         "source": dict(source),
         "params": dict(params),
         "counts": dict(counts),
+        "provenance": dict(provenance) if provenance is not None else make_provenance(source),
     }

@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from builders.core.errors import UserError
 from builders.core.inputs import FACTS, InputDataset, Needs, as_input
+from builders.core.provenance import input_of, make_provenance
 from builders.core.retry import RetryPolicy
 from builders.core.tables import base_manifest, file_sha256, read_table, write_dataset
 from builders.datasets.facts import alias_lists
@@ -165,7 +166,9 @@ def build_aliases(cfg: AliasConfig) -> Path:
          "facts_sha256": file_sha256(Path(cfg.facts) / "facts.parquet")},
         {**manifest.get("params", {}), "aliases": {"via": cfg.via, "lang": cfg.lang}},
         {**manifest.get("counts", {}), "entities_with_aliases": len(index),
-         "aliases_fetched": len(fetched)})
+         "aliases_fetched": len(fetched)},
+        make_provenance(source={"type": "aliases", **provenance},
+                        inputs={"facts": input_of(facts_input)}))
     tables = {"facts": out}
     if (Path(cfg.facts) / "relations.parquet").exists():
         tables["relations"] = read_table(cfg.facts, "relations")

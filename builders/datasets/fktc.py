@@ -21,10 +21,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from builders.core.errors import UserError
+from builders.core.provenance import input_of, make_provenance
 from builders.core.inputs import InputDataset, as_input, templates_needs
 from builders.core.tables import base_manifest, file_sha256, read_table, write_dataset
 from builders.datasets.misprimes import MISPRIMES_INPUT, draw_negatives, negatives_array
-from builders.templates.files import Template, question_text, read_templates, templates_table
+from builders.templates.files import (
+    Template,
+    question_text,
+    read_templates,
+    template_files_source,
+    templates_table,
+)
 from builders.templates.filters import diverse
 
 
@@ -121,5 +128,8 @@ def build_fktc(cfg: FktcConfig) -> Path:
         source["templates_sha256"] = file_sha256(templates_folder / "templates.parquet")
     params = {"questions": cfg.questions, "negatives": cfg.negatives, "seed": cfg.seed,
               "bleu": cfg.bleu}
+    prov = make_provenance(
+        source=None if templates_folder else template_files_source(cfg.templates_dir, sorted(chosen)),
+        inputs={"facts": input_of(facts_input), "templates": input_of(templates_input)})
     return write_dataset(cfg.out, tables, base_manifest(Path(cfg.out).name, "fktc", source,
-                                                        params, counts))
+                                                        params, counts, prov))

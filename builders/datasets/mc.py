@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from builders.core.errors import UserError
 from builders.core.inputs import FACTS, InputDataset, Needs, as_input
+from builders.core.provenance import input_of, make_provenance
 from builders.core.tables import (
     RELATIONS_SCHEMA,
     base_manifest,
@@ -237,7 +238,8 @@ def build_mc(cfg: MCConfig) -> Path:
         cfg.manifest_params(),
         {"rows": table.num_rows, "relations": len(kept), "per_relation": kept,
          "dropped_relations": dropped, "objects_normalised": normalised,
-         "chance": 1.0 / cfg.choices})
+         "chance": 1.0 / cfg.choices},
+        make_provenance(inputs={"facts": input_of(facts_input)}))
     return write_dataset(cfg.out, {"facts": table, "relations": relations}, manifest)
 
 

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from builders.core.errors import UserError
 from builders.core.inputs import FACTS, FACTS_OR_MISPRIMES, InputDataset, Needs, as_input
+from builders.core.provenance import input_of, make_provenance
 from builders.core.tables import base_manifest, file_sha256, read_table, write_dataset
 from builders.datasets.mc import _draw_excluding, _relation_rng
 
@@ -134,7 +135,7 @@ def build_misprimes(cfg: MisprimeConfig) -> Path:
     facts = read_table(folder, "facts")
     if facts.num_rows == 0:
         raise UserError(f"{facts_input.spec}/facts.parquet has no rows")
-    types = None
+    types = types_input = None
     if cfg.type_relation:
         types_folder = folder
         types_input = as_input(cfg.types, TYPES_INPUT)
@@ -156,5 +157,7 @@ def build_misprimes(cfg: MisprimeConfig) -> Path:
               "facts_sha256": file_sha256(folder / "facts.parquet"),
               "facts_source": manifest.get("source", {})}
     params = {"negatives": cfg.negatives, "seed": cfg.seed, "type_relation": cfg.type_relation}
+    types_record = input_of(types_input) if cfg.type_relation and types_input else None
+    prov = make_provenance(inputs={"facts": input_of(facts_input), "types": types_record})
     return write_dataset(cfg.out, tables, base_manifest(Path(cfg.out).name, "misprimes", source,
-                                                        params, counts))
+                                                        params, counts, prov))

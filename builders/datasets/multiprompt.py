@@ -24,9 +24,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from builders.core.errors import UserError
+from builders.core.provenance import input_of, make_provenance
 from builders.core.inputs import FACTS, InputDataset, Needs, as_input, templates_needs
 from builders.core.tables import base_manifest, file_sha256, read_table, write_dataset
-from builders.templates.files import read_templates, templates_table
+from builders.templates.files import read_templates, template_files_source, templates_table
 
 STAT_KEYS = ("templates", "unique_triples", "derived_triples", "subject_relation_pairs",
              "prompts")
@@ -154,8 +155,11 @@ def build_multiprompt(cfg: MultipromptConfig) -> Path:
                   "manual" if t.origin == "manual" else t.origin.split(":")[0]
                   for t in templates).items()))}
     params = {"materialize": cfg.materialize}
+    prov = make_provenance(
+        source=None if templates_folder else template_files_source(cfg.templates_dir, kept),
+        inputs={"facts": input_of(facts_input), "templates": input_of(templates_input)})
     return write_dataset(cfg.out, tables, base_manifest(Path(cfg.out).name, "multiprompt", source,
-                                                        params, counts))
+                                                        params, counts, prov))
 
 
 def prompts_table(facts: pa.Table, templates) -> pa.Table:

@@ -279,3 +279,15 @@ def read_templates(dataset: str | os.PathLike | None, templates_dir: str | os.Pa
     files = load_template_dir(folder)
     wanted = set(files) if relations is None else set(relations) & set(files)
     return [t for rid in sorted(wanted) for t in files[rid].templates]
+
+
+def template_files_source(templates_dir: str | os.PathLike | None,
+                          relations: list[str]) -> dict:
+    """The provenance ``source`` of templates read from YAML files (``--templates-dir``): the
+    folder as given and the sha256 of the file of each relation used."""
+    from builders.core.tables import file_sha256
+    folder = templates_dir or "data/templates"
+    files = load_template_dir(folder)
+    return {"type": "template-files", "templates_dir": str(folder),
+            "files_sha256": {Path(files[r].path).name: file_sha256(files[r].path)
+                             for r in sorted(set(relations) & set(files))}}

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from builders.core.errors import UserError
 from builders.core.inputs import InputDataset, Needs, as_input
+from builders.core.provenance import input_of, make_provenance
 from builders.core.tables import (
     RELATIONS_SCHEMA,
     base_manifest,
@@ -215,7 +216,7 @@ def build_templates(cfg: TemplatesConfig) -> tuple[Path, dict]:
     if relations is None:
         relations = _relations_from_files(files)
     manifest = base_manifest(Path(cfg.out).name, "templates", source, cfg.manifest_params(),
-                             counts)
+                             counts, make_provenance(source, {"facts": input_of(facts_input)}))
     out = write_dataset(cfg.out, {"templates": templates_table(final), "relations": relations},
                         manifest)
     if cfg.review_out:
