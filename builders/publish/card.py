@@ -1,16 +1,26 @@
-"""The Hub dataset card (``README.md``): YAML metadata the Hub and ``datasets`` read, and a body,
-generated from ``dataset.json``, that says exactly how the dataset was built.
+"""The Hub dataset card (``README.md``): YAML metadata the Hub and ``datasets`` read, and a body
+in the sections of the Hugging Face dataset card template, generated from ``dataset.json`` (its
+``provenance`` chain most of all) and what the publisher says (:mod:`card_meta`).
 
-Everything here is a pure function of the manifest, the exported tables' layout and the version
-information passed in: the same dataset gives the same card, byte for byte.
+Titles, tags and citations say what the dataset really is: a multiple-choice set is "T-REx-MC"
+only when its facts came from T-REx; built from anything else it is a "multiple-choice probing
+set built with the T-REx-MC construction from <source>", and it cites the papers whose
+construction or method it serves, no others.
+
+Everything here is a pure function of the manifest, the exported tables' layout, the options and
+the version information passed in: the same dataset gives the same card, byte for byte. The
+prose of the sections is :mod:`~builders.publish.card_text`; the long tables
+:mod:`~builders.publish.card_sections`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from builders.core import provenance as prov
 from builders.core.tables import factprobe_version
-from builders.publish.card_sections import built_section, schema_section
+from builders.publish import card_text
+from builders.publish.card_sections import built_section, fields_section, splits_section
 from builders.publish.citations import PAPERS, toolkit_bibtex
 
 
@@ -20,6 +30,9 @@ class CardOptions:
     license: str | None = None    # None: chosen from the source, see default_license
     tag: str | None = None
     revision: str | None = None
+    pretty_name: str | None = None    # None: the construction title (see title)
+    description: str | None = None
+    authors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -29,27 +42,39 @@ class RepoVersion:
     dvc_md5: str | None = None
 
 
-# pretty name, Hub task categories, Hub task ids, the papers whose methods the kind serves
-KINDS: dict[str, tuple[str, list[str], list[str], list[str]]] = {
-    "facts": ("Knowledge-graph facts", ["question-answering", "text-generation", "fill-mask"],
-              ["open-domain-qa"], ["zp-lke", "belief", "monitor"]),
-    "mc": ("Multiple-choice fact questions (T-REx-MC construction)",
-           ["multiple-choice", "question-answering"], ["multiple-choice-qa"], ["zp-lke"]),
-    "nobel": ("Nobel laureates and their birth years", ["question-answering", "multiple-choice"],
-              [], ["zp-lke"]),
+@dataclass(frozen=True)
+class Kind:
+    tasks: tuple[str, ...]        # Hub task categories
+    task_ids: tuple[str, ...]     # Hub task ids
+    papers: tuple[str, ...]       # keys of citations.PAPERS: the methods the kind serves
+    tags: tuple[str, ...] = ()
+
+
+# Which papers a kind serves: the method that reads it (`factprobe eval`), or whose construction
+# it follows. tests/builders/publish checks this against the probes' own citations.
+KINDS: dict[str, Kind] = {
+    "facts": Kind(("question-answering", "text-generation"), ("open-domain-qa",), ("zp-lke",)),
+    "mc": Kind(("multiple-choice", "question-answering"), ("multiple-choice-qa",), ("zp-lke",),
+               ("multiple-choice",)),
+    "nobel": Kind(("question-answering", "multiple-choice"), (), ("zp-lke",), ("nobel-prize",)),
+    "misprimes": Kind(("question-answering",), (), ("monitor",), ("misprimes",)),
+    "multiprompt": Kind(("fill-mask", "question-answering"), (), ("belief",), ("multi-prompt",)),
+    "fktc": Kind(("question-answering",), (), ("monitor",), ("paraphrases", "misprimes")),
+    "templates": Kind(("text-generation",), (), ("belief", "monitor"), ("prompt-templates",)),
 }
-_OTHER_KIND = ("Factual-knowledge probes", ["question-answering"], [], ["zp-lke", "belief",
-                                                                       "monitor"])
+_OTHER = Kind(("question-answering",), (), ())
 
 METHODS = {
     "zp-lke": "ZP-LKE (Wu et al., WSDM 2025): zero-prompt many-shot probing, in-context "
               "(subject, object) pairs of one relation; multiple-choice accuracy over `choices` "
-              "and response accuracy against `answers` (`factprobe eval zp-lke`).",
-    "belief": "BELIEF / BELIEF-ICL (Zhao, Yoshinaga and Oba): multi-prompt probing, subject and "
-              "object aliases x templates; accuracy, consistency and over-confidence "
+              "(or the relation's objects) and response accuracy against `answers` "
+              "(`factprobe eval zp-lke`; the prompt baselines: `factprobe eval prompt`).",
+    "belief": "BELIEF / BELIEF-ICL (Zhao, Yoshinaga and Oba, 2024): multi-prompt probing, "
+              "subject aliases x templates; accuracy, consistency and over-confidence "
               "(`factprobe eval belief`, `factprobe eval belief-icl`).",
-    "monitor": "MONITOR (Wang, Haddow, Birch and Peng): reliability of the answer distribution "
-               "under paraphrased prompts and in-context interference (`factprobe eval monitor`).",
+    "monitor": "MONITOR (Wang, Haddow, Birch and Peng, NAACL 2024): reliability of the answer "
+               "distribution under paraphrased prompts and in-context interference "
+               "(`factprobe eval monitor`).",
 }
 
 _SIZES = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
@@ -71,8 +96,11 @@ def size_category(rows: int) -> str:
 
 
 def root_source(manifest: Mapping[str, Any]) -> dict:
-    """The source of the facts at the bottom of a chain of derived datasets (mc <- aliases <-
-    facts): that is where the license and the language come from."""
+    """The source of the facts at the bottom of the chain of derived datasets (mc <- aliases <-
+    facts): where the license and the language come from. Read from ``provenance``; a dataset
+    built before provenance was recorded is followed through ``source.facts_source``."""
+    if isinstance(manifest.get("provenance"), dict):
+        return prov.facts_root(manifest["provenance"])
     src = dict(manifest.get("source") or {})
     while isinstance(src.get("facts_source"), dict):
         src = src["facts_source"]
@@ -99,6 +127,59 @@ def source_kind(manifest: Mapping[str, Any]) -> str:
     if "delimiter" in src:
         return "csv"
     return str((manifest.get("params") or {}).get("source") or "unknown")
+
+
+def describe_source(manifest: Mapping[str, Any]) -> str:
+    """The source of the facts, in words, for titles and summaries.
+
+    >>> describe_source({"source": {"type": "rdf:langs.ttl", "path": "kg/langs.ttl"}})
+    'the RDF graph `langs.ttl`'
+    >>> describe_source({"source": {"type": "facts", "facts_source": {"kind": "lama"}}})
+    'T-REx'
+    """
+    src, kind = root_source(manifest), source_kind(manifest)
+    name = str(src.get("path") or "").rstrip("/").rsplit("/", 1)[-1]
+    if kind == "trex":
+        return "T-REx"
+    if kind == "wikidata":
+        return "Wikidata"
+    if kind == "wikidata-dump":
+        return f"the Wikidata dump of {src.get('dump_date') or 'an unknown date'}"
+    if kind == "sparql":
+        return f"the SPARQL endpoint `{src.get('endpoint') or str(src.get('type'))[7:]}`"
+    if kind == "rdf":
+        return f"the RDF graph `{name}`"
+    if kind == "csv":
+        return f"the CSV file `{name}`"
+    if kind == "fktc-import":
+        return "the MONITOR authors' FKTC files"
+    return f"a `{kind}` source" + (f" (`{name}`)" if name else "")
+
+
+def title(manifest: Mapping[str, Any]) -> str:
+    """What the dataset is, from its construction and its source.
+
+    >>> title({"kind": "mc", "source": {"type": "rdf:langs.ttl", "path": "langs.ttl"}})
+    'Multiple-choice probing set built with the T-REx-MC construction from the RDF graph `langs.ttl`'
+    >>> title({"kind": "mc", "source": {"type": "facts", "facts_source": {"kind": "lama"}}})
+    'T-REx-MC: multiple-choice fact questions from T-REx'
+    """
+    kind, src = manifest.get("kind"), describe_source(manifest)
+    if kind == "mc":
+        return ("T-REx-MC: multiple-choice fact questions from T-REx" if src == "T-REx" else
+                f"Multiple-choice probing set built with the T-REx-MC construction from {src}")
+    if kind == "fktc" and source_kind(manifest) == "fktc-import":
+        return "FKTC, the MONITOR test corpus, imported from the authors' files"
+    return {
+        "facts": f"Knowledge-graph facts from {src}",
+        "nobel": f"Nobel laureates and their birth years, from {src}",
+        "misprimes": f"Facts with misprimes (wrong objects for in-context interference) from "
+                     f"{src}",
+        "multiprompt": f"Multi-prompt probing set built with the MyriadLAMA construction from "
+                       f"{src}",
+        "fktc": f"Reliability probing set built with the FKTC construction from {src}",
+        "templates": f"Prompt templates for the relations of {src}",
+    }.get(str(kind), f"factprobe dataset of kind `{kind}` from {src}")
 
 
 def default_license(manifest: Mapping[str, Any]) -> tuple[str, str]:
@@ -133,119 +214,83 @@ def _source_datasets(manifest: Mapping[str, Any]) -> list[str]:
     return ["original"]
 
 
-def _tags(manifest: Mapping[str, Any]) -> list[str]:
-    tags = ["factual-knowledge", "knowledge-probing", "knowledge-graph", "factprobe"]
-    kind = manifest.get("kind")
-    if kind == "mc":
-        tags += ["multiple-choice", "t-rex-mc"]
-    if kind == "nobel":
-        tags.append("nobel-prize")
+def kind_of(manifest: Mapping[str, Any]) -> Kind:
+    return KINDS.get(str(manifest.get("kind")), _OTHER)
+
+
+def tags(manifest: Mapping[str, Any]) -> list[str]:
+    """Tags that hold for this dataset: ``t-rex-mc`` only for multiple choice built from T-REx."""
+    out = ["factual-knowledge", "knowledge-probing", "knowledge-graph", "factprobe",
+           *kind_of(manifest).tags]
     src = source_kind(manifest)
-    if src in ("wikidata", "trex"):
-        tags.append({"wikidata": "wikidata", "trex": "t-rex"}[src])
-    return tags
+    if manifest.get("kind") == "mc" and src == "trex":
+        out.append("t-rex-mc")
+    if manifest.get("kind") == "fktc" and src == "fktc-import":
+        out.append("fktc")
+    if src in ("wikidata", "wikidata-dump", "trex"):
+        out.append("t-rex" if src == "trex" else "wikidata")
+    return out
+
+
+def main_table(layout: Mapping[str, Any]) -> str:
+    """The default config: ``facts`` when there is one, else the largest table."""
+    tables = layout["tables"]
+    if "facts" in tables:
+        return "facts"
+    return max(tables, key=lambda n: (tables[n]["rows"], n))
 
 
 def card_metadata(manifest: Mapping[str, Any], layout: Mapping[str, Any],
                   options: CardOptions) -> dict:
     """The YAML header as a plain dict (the keys of ``huggingface_hub.DatasetCardData``)."""
-    pretty, tasks, task_ids, _ = KINDS.get(manifest.get("kind"), _OTHER_KIND)
+    kind = kind_of(manifest)
     tables = layout["tables"]
-    main = tables.get("facts") or max(tables.values(), key=lambda t: t["rows"])
+    main = main_table(layout)
     configs = []
     for name, entry in tables.items():
         config = {"config_name": name,
                   "data_files": [{"split": s, "path": info["path"]}
                                  for s, info in entry["splits"].items()]}
-        if name == "facts":
+        if name == main:
             config["default"] = True
         configs.append(config)
     meta = {
         "license": options.license or default_license(manifest)[0],
         "language": [language(manifest)],
-        "pretty_name": f"{pretty}: {manifest.get('name', '')}",
-        "task_categories": tasks,
-        "size_categories": [size_category(main["rows"])],
+        "pretty_name": options.pretty_name or title(manifest),
+        "task_categories": list(kind.tasks),
+        "size_categories": [size_category(tables[main]["rows"])],
         "source_datasets": _source_datasets(manifest),
-        "tags": _tags(manifest),
+        "tags": tags(manifest),
         "configs": configs,
     }
-    if task_ids:
-        meta["task_ids"] = task_ids
+    if kind.task_ids:
+        meta["task_ids"] = list(kind.task_ids)
     return meta
 
 
 def render_card(manifest: Mapping[str, Any], layout: Mapping[str, Any], options: CardOptions,
-                version: RepoVersion, relation_labels: Mapping[str, str] | None = None) -> str:
+                version: RepoVersion, relation_labels: Mapping[str, str] | None = None,
+                example: Mapping[str, Any] | None = None) -> str:
     """The whole ``README.md``: YAML header between ``---`` lines, then the body."""
     from huggingface_hub import DatasetCardData
     data = DatasetCardData(**card_metadata(manifest, layout, options))
-    body = card_body(manifest, layout, options, version, relation_labels or {})
+    body = card_body(manifest, layout, options, version, relation_labels or {}, example)
     return f"---\n{data.to_yaml()}\n---\n\n{body}"
 
 
-def _summary(manifest: Mapping[str, Any]) -> str:
-    kind = manifest.get("kind")
-    params = manifest.get("params") or {}
-    if kind == "mc":
-        n = params.get("choices")
-        chance = (manifest.get("counts") or {}).get("chance")
-        return (f"Multiple-choice questions built like T-REx-MC (Wu et al., WSDM 2025). Each row "
-                f"asks for the object of one (subject, relation) pair and has {n} choices in "
-                f"`choices`: the gold answer (`object`) exactly once, at a random position, and "
-                f"{n - 1 if isinstance(n, int) else 'the other'} distractors drawn from the "
-                f"other objects of the same relation, never another correct answer of the "
-                f"subject (`answers`). Chance accuracy is 1/{n}"
-                + (f" = {chance:g}." if isinstance(chance, (int, float)) else "."))
-    if kind == "nobel":
-        return (f"Nobel laureates up to {params.get('max_year', 'the last year built')} with "
-                f"birth year, award years, fields and gender (`laureates`), and one birth-year "
-                f"fact per laureate (`facts`): the ZP-LKE paper's Nobel dataset (App. A.1).")
-    if kind == "facts":
-        return ("Facts (subject, relation, object) from a knowledge graph, one row per unique "
-                "triple, with preferred labels, other names (`subject_aliases`, "
-                "`object_aliases`) and every correct object of the (subject, relation) pair in "
-                "`answers`, so a probe can accept any of them.")
-    return f"A factprobe dataset of kind `{kind}`."
-
-
-def _usage(repo: str, options: CardOptions, default: str) -> list[str]:
+def _usage(repo: str, options: CardOptions, main: str, others: list[str]) -> list[str]:
     ref = options.tag or options.revision
     rev = f', revision="{ref}"' if ref else ""
     at = f"@{ref}" if ref else ""
-    return [
-        "## Loading", "",
-        "```python", "from datasets import load_dataset", "",
-        f'ds = load_dataset("{repo}", "{default}"{rev})', "```", "",
-        "With factprobe, any command that takes a dataset folder takes the Hub id too:", "",
-        "```bash",
-        f"factprobe eval zp-lke --dataset hf://{repo}{at} --model EleutherAI/pythia-1b "
-        f"--out results/",
-        "```", "",
-        f"`hf://{repo}{at}` is downloaded and turned back into the exact factprobe dataset "
-        f"folder (`{default}.parquet` in its original row order, and `dataset.json`).", ""]
-
-
-def _splits_section(layout: Mapping[str, Any]) -> list[str]:
-    lines = ["## Configs and splits", "", "| config | split | rows | file |", "|---|---|---|---|"]
-    notes = []
-    for name, entry in layout["tables"].items():
-        for split, info in entry["splits"].items():
-            lines.append(f"| `{name}` | `{split}` | {info['rows']:,} | `{info['path']}` |")
-        if not entry["split_column"]:
-            notes.append(f"`{name}` has no `split` column: the whole table is the `train` split.")
-        elif entry.get("unsplit_as_train"):
-            notes.append(f"`{name}` is not split (its `split` column is empty): the whole table "
-                         f"is the `train` split.")
-        elif "unsplit" in entry["splits"]:
-            notes.append(f"`{name}` rows with an empty `split` are the `unsplit` split.")
-    lines.append("")
-    if notes:
-        lines += [*notes, ""]
-    lines += ["Splits come from the `split` column, which every file keeps; the row order "
-              "within a split is the built table's. `factprobe_layout.json` records how the "
-              "splits interleave, so the original tables are restored exactly.", ""]
-    return lines
+    lines = ["### Loading", "", "```python", "from datasets import load_dataset", "",
+             f'ds = load_dataset("{repo}"{rev})  # the default config, `{main}`']
+    lines += [f'{name} = load_dataset("{repo}", "{name}"{rev})' for name in others]
+    return [*lines, "```", "",
+            "With factprobe, any command that takes a dataset folder takes the Hub id too "
+            f"(`--dataset hf://{repo}{at}`): it is downloaded and turned back into the exact "
+            f"factprobe dataset folder (every table in its original row order, and "
+            f"`dataset.json`).", ""]
 
 
 def _version_section(manifest: Mapping[str, Any], layout: Mapping[str, Any],
@@ -267,35 +312,63 @@ def _version_section(manifest: Mapping[str, Any], layout: Mapping[str, Any],
     if options.revision:
         rows.append(("Hub branch", f"`{options.revision}`"))
     ref = options.tag or options.revision
-    lines = ["## Version", "", "| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows), ""]
+    lines = ["### Version", "", "| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows), ""]
     lines.append(f"Cite a fixed version as `hf://{options.repo_id}@{ref}`." if ref else
                  "Publish with `--tag` to give this version a name that can be cited.")
     return [*lines, ""]
 
 
+def cited_papers(manifest: Mapping[str, Any]) -> list[str]:
+    """The papers a dataset's card cites: those whose construction or method it serves."""
+    return list(kind_of(manifest).papers)
+
+
 def card_body(manifest: Mapping[str, Any], layout: Mapping[str, Any], options: CardOptions,
-              version: RepoVersion, relation_labels: Mapping[str, str]) -> str:
-    pretty, _, _, papers = KINDS.get(manifest.get("kind"), _OTHER_KIND)
+              version: RepoVersion, relation_labels: Mapping[str, str],
+              example: Mapping[str, Any] | None = None) -> str:
+    papers = cited_papers(manifest)
     license_id = options.license or default_license(manifest)[0]
     why = (default_license(manifest)[1] if options.license is None
-           else "chosen by the publisher (--license)")
-    default = "facts" if "facts" in layout["tables"] else next(iter(layout["tables"]))
-    lines = [f"# {pretty}: {manifest.get('name')}", "", _summary(manifest), "",
-             f"Built with [factprobe](#citation) from a `{source_kind(manifest)}` source; "
-             f"everything below comes from the build's manifest (`dataset.json`, "
-             f"included unchanged).", ""]
-    lines += _usage(options.repo_id, options, default)
-    lines += _splits_section(layout)
+           else "chosen by the publisher")
+    main = main_table(layout)
+    others = [n for n in layout["tables"] if n != main]
+    heading = options.pretty_name or title(manifest)
+    lines = [f"# Dataset Card for {heading}", ""]
+    if options.description:
+        lines += [options.description.strip(), ""]
+    lines += ["## Dataset Summary", "", f"**{title(manifest)}.**", "",
+              card_text.summary(manifest), "",
+              f"Built with [factprobe](#citation-information) from {describe_source(manifest)}; "
+              f"everything below comes from the build's manifest (`dataset.json`, included "
+              f"unchanged), which records the whole chain of builds back to the source.", ""]
+    lines += ["### Supported Tasks and Methods", ""]
+    lines += ([f"- {METHODS[p]}" for p in papers] or
+              ["- Any `factprobe build` that reads a dataset of this kind."]) + [""]
+    lines += ["### Languages", "", f"Labels and templates are in `{language(manifest)}`.", ""]
+    lines += _usage(options.repo_id, options, main, others)
+    lines += ["## Dataset Structure", ""]
+    if example:
+        lines += card_text.instance(main, example)
+    lines += fields_section(layout, main)
+    lines += splits_section(layout, main)
+    lines += ["## Dataset Creation", "", "### Curation Rationale", "",
+              card_text.rationale(manifest), ""]
     lines += built_section(manifest, relation_labels)
-    lines += schema_section(layout)
-    lines += ["## Methods this dataset serves", ""]
-    lines += [f"- {METHODS[p]}" for p in papers] + [""]
-    lines += ["## License", "", f"`{license_id}`: {why}.", ""]
+    lines += ["### Annotations", "", card_text.annotations(manifest), "",
+              "### Personal and Sensitive Information", "", card_text.personal(manifest), ""]
+    lines += ["## Considerations for Using the Data", "", "### Discussion of Biases", "",
+              *card_text.biases(manifest), "", "### Other Known Limitations", "",
+              *card_text.limitations(manifest), ""]
+    lines += ["## Additional Information", "", "### Dataset Curators", "",
+              (", ".join(options.authors) if options.authors else
+               "Not given (publish with `--author NAME` or `authors:` in `--card-meta`)") + ".",
+              "", "### Licensing Information", "", f"`{license_id}`: {why}.", ""]
     lines += _version_section(manifest, layout, options, version)
-    lines += ["## Citation", "", "If you use this dataset, cite the toolkit that built it and the "
-              "paper(s) whose construction or method you use:", "", "```bibtex",
-              toolkit_bibtex(), ""]
-    for p in [*papers, *(q for q in PAPERS if q not in papers)]:
+    lines += ["### Citation Information", "",
+              "If you use this dataset, cite the toolkit that built it"
+              + (" and the paper(s) whose construction or method it serves:" if papers else ":"),
+              "", "```bibtex", toolkit_bibtex(), ""]
+    for p in papers:
         lines += [PAPERS[p], ""]
     lines[-1] = "```"
     return "\n".join(lines) + "\n"

@@ -1,5 +1,6 @@
-"""The long sections of the Hub dataset card: how the dataset was built (source, hashes,
-parameters, counts per relation, statistics) and its schema. Pure functions of the manifest."""
+"""The long sections of the Hub dataset card: the source data (the provenance chain back to the
+graph, file or endpoint, with hashes), parameters, counts per relation, statistics, every field
+and every split. Pure functions of the manifest and the export layout."""
 from __future__ import annotations
 
 import json
@@ -17,6 +18,10 @@ COLUMNS = {
     "object_aliases": "other names of the object",
     "answers": "every correct object label of this (subject, relation) pair",
     "split": "`train`, `test`, or empty",
+    "is_base": "FKTC: the relation's base question Q0 (the others paraphrase it)",
+    "prompt_id": "stable id of the prompt: template, subject and subject name",
+    "subject_name": "the name of the subject used in this prompt (label or alias)",
+    "prompt": "the template with `[X]` filled",
     "source": "where the fact came from",
     "choices": "the options shown: the gold exactly once plus distractors",
     "negatives": "misprimes: wrong objects for in-context interference",
@@ -57,7 +62,19 @@ def source_lines(src: Mapping[str, Any], indent: str = "") -> list[str]:
         out.append(f"{indent}- derived from the facts dataset {_code(src.get('facts_dataset'))} "
                    f"(`facts.parquet` sha256 {_code(src.get('facts_sha256'))}), built from:")
         return out + source_lines(src.get("facts_source") or {}, indent + "  ")
-    if tag == "wikidata":
+    if tag == "aliases":
+        where = src.get("path") or src.get("endpoint") or "Wikidata's wbgetentities"
+        out.append(f"{indent}- aliases via {_code(src.get('via') or src.get('api') or '?')} "
+                   f"from {_code(where)}")
+    elif tag in ("templates", "template-files"):
+        out.append(f"{indent}- template files in {_code(src.get('templates_dir'))}")
+        out += [f"{indent}- file {_code(n)} sha256 {_code(h)}"
+                for n, h in sorted((src.get("files_sha256") or {}).items())]
+        if src.get("review_sha256"):
+            out.append(f"{indent}- review file sha256 {_code(src['review_sha256'])}")
+    elif tag == "fktc-import":
+        out.append(f"{indent}- the MONITOR authors' FKTC files in {_code(src.get('path'))}")
+    elif tag == "wikidata":
         out.append(f"{indent}- Wikidata Query Service, endpoint {_code(src.get('endpoint'))}")
     elif tag == "wikidata-dump":
         out.append(f"{indent}- Wikidata dump {_code(src.get('path'))} ({src.get('format')}, "
@@ -91,6 +108,8 @@ def source_lines(src: Mapping[str, Any], indent: str = "") -> list[str]:
     elif isinstance(queries, dict):
         out.append(f"{indent}- query sha256 per relation:")
         out += [f"{indent}  - {_code(r)}: {_code(h)}" for r, h in sorted(queries.items())]
+    if src.get("dump_date") and tag != "wikidata-dump":
+        out.append(f"{indent}- dump date {src['dump_date']}")
     if "retrieved" in src:
         dates = src.get("retrieved") or []
         out.append(f"{indent}- retrieved: {', '.join(dates)}" if dates else
@@ -114,7 +133,7 @@ def _per_relation(manifest: Mapping[str, Any], labels: Mapping[str, str]) -> lis
     stats = counts.get("per_relation")
     if isinstance(stats, dict) and stats:
         keys = sorted({k for v in stats.values() if isinstance(v, dict) for k in v})
-        lines = ["### Statistics per relation", "", "| relation | " + " | ".join(keys) + " |",
+        lines = ["#### Statistics per relation", "", "| relation | " + " | ".join(keys) + " |",
                  "|---|" + "---|" * len(keys)]
         for rel, row in sorted(stats.items()):
             lines.append(f"| {name(rel)} | " + " | ".join(
@@ -123,7 +142,7 @@ def _per_relation(manifest: Mapping[str, Any], labels: Mapping[str, str]) -> lis
         return [*lines, ""]
     per = counts.get("facts_per_relation")
     if isinstance(per, dict) and per:
-        lines = ["### Facts per relation", "", "| relation | facts |", "|---|---|"]
+        lines = ["#### Facts per relation", "", "| relation | facts |", "|---|---|"]
         lines += [f"| {name(r)} | {n:,} |" for r, n in sorted(per.items())]
         return [*lines, ""]
     return []
@@ -132,7 +151,7 @@ def _per_relation(manifest: Mapping[str, Any], labels: Mapping[str, str]) -> lis
 def _statistics(manifest: Mapping[str, Any]) -> list[str]:
     counts = manifest.get("counts") or {}
     flat = {k: v for k, v in counts.items() if isinstance(v, (int, float, str))}
-    lines = ["### Counts", "", "| count | value |", "|---|---|"]
+    lines = ["#### Counts", "", "| count | value |", "|---|---|"]
     lines += [f"| {_cell(k)} | {f'{v:,}' if isinstance(v, int) else _cell(v)} |"
               for k, v in sorted(flat.items())]
     dropped = counts.get("dropped_relations")
@@ -147,21 +166,82 @@ def _statistics(manifest: Mapping[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def _build_line(step: Mapping[str, Any]) -> str:
+    b = step.get("build") or {}
+    return (f"factprobe {b.get('factprobe_version', '?')}; factprobe's code: "
+            f"{b.get('factprobe_tree', 'unrecorded')}; the git working tree it ran in: "
+            f"{b.get('work_tree', 'unrecorded')}")
+
+
+def provenance_lines(step: Mapping[str, Any], indent: str = "") -> list[str]:
+    """Markdown bullets for one step of a provenance tree and, nested, every step below it."""
+    out = [f"{indent}- built with {_build_line(step)}"] if step.get("build") else []
+    if isinstance(step.get("source"), dict):
+        out.append(f"{indent}- read directly:")
+        out += source_lines(step["source"], indent + "  ")
+    for role, entry in sorted((step.get("inputs") or {}).items()):
+        if not isinstance(entry, dict):
+            continue
+        hashes = ", ".join(f"`{n}` sha256 {_code(h)}"
+                           for n, h in sorted((entry.get("sha256") or {}).items()))
+        out.append(f"{indent}- read the {role} dataset {_code(entry.get('dataset'))} (kind "
+                   f"{_code(entry.get('kind'))}; {hashes}), itself:")
+        sub = entry.get("provenance")
+        out += provenance_lines(sub, indent + "  ") if isinstance(sub, dict) else [
+            f"{indent}  - (its provenance was not recorded)"]
+    return out
+
+
 def built_section(manifest: Mapping[str, Any], relation_labels: Mapping[str, str]) -> list[str]:
     params = json.dumps(manifest.get("params") or {}, indent=2, sort_keys=True,
                         ensure_ascii=False)
-    return ["## How it was built", "", "### Source", "",
-            *source_lines(manifest.get("source") or {}), "",
-            f"### Parameters (`factprobe build {manifest.get('kind')}`)", "", "```json", params,
-            "```", "", *_per_relation(manifest, relation_labels), *_statistics(manifest)]
+    prov = manifest.get("provenance")
+    chain = (provenance_lines(prov) if isinstance(prov, dict)
+             else source_lines(manifest.get("source") or {}))
+    return ["### Source Data", "",
+            f"How `{manifest.get('name')}` was built, down to the data it came from (file "
+            f"paths and sha256, endpoints and query hashes, dump dates, and whether the code "
+            f"or the working tree had uncommitted changes):", "", *chain, "",
+            f"#### Parameters (`factprobe build {manifest.get('kind')}`)", "", "```json",
+            params, "```", "", *_per_relation(manifest, relation_labels),
+            *_statistics(manifest)]
 
 
-def schema_section(layout: Mapping[str, Any]) -> list[str]:
-    lines = ["## Schema", ""]
+def fields_section(layout: Mapping[str, Any], main: str) -> list[str]:
+    """Every column of every table, with its Arrow type and meaning."""
+    lines = ["### Data Fields", ""]
     for name, entry in layout["tables"].items():
-        lines += [f"### `{name}`", "", "| column | type | meaning |", "|---|---|---|"]
+        what = "the default config" if name == main else "a separate config"
+        lines += [f"`{name}` ({what}):", "", "| column | type | meaning |", "|---|---|---|"]
         lines += [f"| `{col}` | `{_cell(typ)}` | {COLUMNS.get(col, '')} |"
                   for col, typ in entry["columns"]]
         lines.append("")
     lines += ["Full definitions: factprobe's `docs/schema.md`.", ""]
+    return lines
+
+
+def splits_section(layout: Mapping[str, Any], main: str) -> list[str]:
+    lines = ["### Data Splits", "", "| config | split | rows | file |", "|---|---|---|---|"]
+    notes = []
+    for name, entry in layout["tables"].items():
+        for split, info in entry["splits"].items():
+            lines.append(f"| `{name}` | `{split}` | {info['rows']:,} | `{info['path']}` |")
+        single = next(iter(entry["splits"]), "train")
+        if name != main and not entry["split_column"]:
+            notes.append(f"`{name}` is a separate config, not training data: its one split is "
+                         f"`{single}`.")
+        elif not entry["split_column"]:
+            notes.append(f"`{name}` has no `split` column: the whole table is the "
+                         f"`{single}` split.")
+        elif entry.get("unsplit_as_train"):
+            notes.append(f"`{name}` is not split (its `split` column is empty): the whole table "
+                         f"is the `{single}` split.")
+        elif "unsplit" in entry["splits"]:
+            notes.append(f"`{name}` rows with an empty `split` are the `unsplit` split.")
+    lines.append("")
+    if notes:
+        lines += [*notes, ""]
+    lines += ["Splits come from the `split` column, which every file keeps; the row order "
+              "within a split is the built table's. `factprobe_layout.json` records how the "
+              "splits interleave, so the original tables are restored exactly.", ""]
     return lines

@@ -40,15 +40,21 @@ from builders.core.tables import (
 )
 from builders.publish.card import CardOptions, RepoVersion, render_card
 
+# The one split of a table that is not the dataset's main one (relations, laureates): named
+# for what it is, so the Hub does not show a relation list as training data.
+AUX_SPLIT = "all"
+
 LAYOUT_FILE = "factprobe_layout.json"
 LAYOUT_FORMAT = 1
 UNSPLIT = "unsplit"  # rows with an empty split in a table that also has train/test rows
 _SPLIT_NAME = re.compile(r"^\w+(\.\w+)*$")  # what the Hub and `datasets` accept as a split name
 
 
-def split_runs(table: pa.Table) -> tuple[list[tuple[str, pa.Table]], list[list], bool]:
+def split_runs(table: pa.Table, whole: str = "train"
+               ) -> tuple[list[tuple[str, pa.Table]], list[list], bool]:
     """The table's splits in order of first appearance, the runs of consecutive rows with the
-    same split (``[[split, n], ...]``), and whether an empty split column became ``train``.
+    same split (``[[split, n], ...]``), and whether an empty split column became one split.
+    A table without splits is one split named ``whole``.
 
     >>> t = pa.table({"x": [1, 2, 3, 4], "split": ["train", "test", "test", "train"]})
     >>> parts, runs, _ = split_runs(t)
@@ -56,15 +62,17 @@ def split_runs(table: pa.Table) -> tuple[list[tuple[str, pa.Table]], list[list],
     ([('train', [1, 4]), ('test', [2, 3])], [['train', 1], ['test', 2], ['train', 1]])
     >>> split_runs(pa.table({"split": ["", ""]}))[1:]
     ([['train', 2]], True)
+    >>> split_runs(pa.table({"label": ["a"]}), whole="all")[1:]
+    ([['all', 1]], False)
     """
     n = table.num_rows
     if "split" not in table.column_names:
-        return [("train", table)], ([["train", n]] if n else []), False
+        return [(whole, table)], ([[whole, n]] if n else []), False
     values = pc.fill_null(table["split"], "")
     enc = pc.dictionary_encode(values).combine_chunks()
     labels = [str(v) for v in enc.dictionary.to_pylist()]
     if set(labels) <= {""}:
-        return [("train", table)], ([["train", n]] if n else []), True
+        return [(whole, table)], ([[whole, n]] if n else []), True
     names = [v if v else UNSPLIT for v in labels]
     for v, name in zip(labels, names):
         if not _SPLIT_NAME.match(name) or (v and name == UNSPLIT and "" in labels):
@@ -100,6 +108,17 @@ def _type_name(t: pa.DataType) -> str:
 def table_names(folder: Path) -> list[str]:
     names = sorted(p.stem for p in folder.glob("*.parquet"))
     return sorted(names, key=lambda n: n != "facts")  # the default config first
+
+
+def _main_name(folder: Path, names: list[str]) -> str:
+    """The default config (as :func:`builders.publish.card.main_table` chooses it)."""
+    if "facts" in names:
+        return "facts"
+    rows = {}
+    for n in names:
+        with parquet_errors(folder / f"{n}.parquet"):
+            rows[n] = pq.read_metadata(folder / f"{n}.parquet").num_rows
+    return max(names, key=lambda n: (rows[n], n))
 
 
 def git_revision(path: Path) -> str:
@@ -163,11 +182,16 @@ def export_hub_folder(dataset: str | os.PathLike, out: str | os.PathLike,
         raise UserError(f"--dry-run {out} is inside the dataset folder {dataset}; write the "
                         f"Hub folder somewhere else")
     version = version or repo_version(dataset)
+    main = _main_name(dataset, names)
     tables: dict[str, dict] = {}
+    example = None
     with atomic_folder(out, "publish", flag="--dry-run") as tmp:
         for name in names:
             table = read_table(dataset, name)
-            parts, runs, empty_is_train = split_runs(table)
+            parts, runs, empty_is_train = split_runs(
+                table, whole="train" if name == main else AUX_SPLIT)
+            if name == main and table.num_rows:
+                example = table.slice(0, 1).to_pylist()[0]
             splits = {}
             for split, part in parts:
                 rel = f"data/{name}/{split}-00000-of-00001.parquet"
@@ -183,7 +207,8 @@ def export_hub_folder(dataset: str | os.PathLike, out: str | os.PathLike,
         layout = {"format": LAYOUT_FORMAT, "exported_with": f"factprobe {factprobe_version()}",
                   "tables": tables}
         shutil.copyfile(dataset / "dataset.json", tmp / "dataset.json")
-        card = render_card(manifest, layout, options, version, _relation_labels(dataset))
+        card = render_card(manifest, layout, options, version, _relation_labels(dataset),
+                           example)
         (tmp / "README.md").write_text(card, encoding="utf-8")
         # The layout is the folder's ownership marker too (builders.core.outdir): it is uploaded
         # with the rest, and lists exactly what was.

@@ -16,6 +16,7 @@ from builders.core.hub import check_repo_id, hub_errors
 from builders.core.open import open_dataset
 from builders.core.tables import factprobe_version, read_manifest
 from builders.publish.card import CardOptions
+from builders.publish.card_meta import CardMeta, load_card_meta
 from builders.publish.export import export_hub_folder
 
 TOKEN_HELP = ("create a token with write access at https://huggingface.co/settings/tokens and "
@@ -32,6 +33,10 @@ class PublishConfig:
     license: str | None = None     # None: chosen from the dataset's source
     dry_run: str | None = None     # write the Hub folder here and upload nothing
     progress: bool = True
+    pretty_name: str | None = None
+    description: str | None = None
+    authors: tuple[str, ...] = ()
+    card_meta: str | None = None   # a YAML file of the four above; flags win over it
 
 
 def publish(cfg: PublishConfig) -> str:
@@ -39,8 +44,13 @@ def publish(cfg: PublishConfig) -> str:
     dataset = open_dataset(cfg.dataset)
     read_manifest(dataset)
     check_repo_id(cfg.repo_id)
-    options = CardOptions(repo_id=cfg.repo_id, license=cfg.license, tag=cfg.tag,
-                          revision=cfg.revision)
+    meta = CardMeta(pretty_name=cfg.pretty_name, description=cfg.description,
+                    authors=tuple(cfg.authors), license=cfg.license)
+    if cfg.card_meta:
+        meta = meta.over(load_card_meta(cfg.card_meta))
+    options = CardOptions(repo_id=cfg.repo_id, license=meta.license, tag=cfg.tag,
+                          revision=cfg.revision, pretty_name=meta.pretty_name,
+                          description=meta.description, authors=meta.authors)
     if cfg.dry_run:
         out = export_hub_folder(dataset, cfg.dry_run, options)
         return f"wrote {out} (dataset card, data/, dataset.json); nothing was uploaded"

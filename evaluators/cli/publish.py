@@ -7,6 +7,8 @@ EPILOG_PUBLISH = """examples:
   factprobe publish data/datasets/trex-mc --repo-id my-org/trex-mc --tag v1.0
   factprobe publish data/datasets/sample-mc --repo-id my-org/sample-mc --dry-run hub/sample-mc
   factprobe publish data/datasets/trex-mc --repo-id my-org/trex-mc --revision paper-2025 --private
+  factprobe publish data/datasets/langs-mc --repo-id me/langs-mc --dry-run hub/langs-mc \
+      --pretty-name "Programming-language facts" --author "Ada Lovelace" --card-meta card.yaml
 
 The token comes from HF_TOKEN (write access). Read a published dataset back with
 --dataset hf://my-org/trex-mc@v1.0, or datasets.load_dataset("my-org/trex-mc", "facts").
@@ -60,6 +62,14 @@ def register(subparsers, common: argparse.ArgumentParser) -> None:
     p.add_argument("--license", metavar="ID", type=license_id,
                    help="license id for the card (default: from the source: cc-by-sa-4.0 for "
                         "T-REx, else cc-by-4.0)")
+    p.add_argument("--pretty-name", metavar="TEXT",
+                   help="the card's title and pretty_name (default: from the construction and "
+                        "the source)")
+    p.add_argument("--description", metavar="TEXT", help="a paragraph at the top of the card")
+    p.add_argument("--author", dest="authors", action="append", default=[], metavar="NAME",
+                   help="a curator of the dataset (repeat for several)")
+    p.add_argument("--card-meta", metavar="FILE.yaml",
+                   help="pretty_name, description, authors, license in a YAML file; flags win")
     p.add_argument("--dry-run", metavar="OUT_DIR",
                    help="write the folder that would be uploaded to OUT_DIR; upload nothing")
     p.set_defaults(run=_run_publish)
@@ -69,5 +79,7 @@ def _run_publish(args) -> str:
     from builders.publish.upload import PublishConfig, publish
     cfg = PublishConfig(dataset=args.dataset, repo_id=args.repo_id, private=args.private,
                         revision=args.revision, tag=args.tag, license=args.license,
-                        dry_run=args.dry_run, progress=not args.quiet)
+                        dry_run=args.dry_run, progress=not args.quiet,
+                        pretty_name=args.pretty_name, description=args.description,
+                        authors=tuple(args.authors), card_meta=args.card_meta)
     return publish(cfg)
