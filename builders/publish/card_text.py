@@ -99,8 +99,8 @@ def rationale(manifest: Mapping[str, Any]) -> str:
 
 def annotations(manifest: Mapping[str, Any]) -> str:
     kind = manifest.get("kind")
-    text = ("No human annotation: every row is derived automatically from the data under Source Data, "
-            "by the parameters listed there.")
+    text = ("No human annotation: every row is derived automatically from the data listed "
+            "under Source Data, by the parameters listed there.")
     if kind in ("multiprompt", "fktc", "templates"):
         text += " " + _TEMPLATES_NOTE
     return text

@@ -40,9 +40,6 @@ from builders.core.tables import (
 )
 from builders.publish.card import CardOptions, RepoVersion, render_card
 
-# The one split of a table that is not the dataset's main one (relations, laureates): named
-# for what it is, so the Hub does not show a relation list as training data.
-AUX_SPLIT = "all"
 
 LAYOUT_FILE = "factprobe_layout.json"
 LAYOUT_FORMAT = 1
@@ -62,8 +59,8 @@ def split_runs(table: pa.Table, whole: str = "train"
     ([('train', [1, 4]), ('test', [2, 3])], [['train', 1], ['test', 2], ['train', 1]])
     >>> split_runs(pa.table({"split": ["", ""]}))[1:]
     ([['train', 2]], True)
-    >>> split_runs(pa.table({"label": ["a"]}), whole="all")[1:]
-    ([['all', 1]], False)
+    >>> split_runs(pa.table({"label": ["a"]}), whole="relations")[1:]
+    ([['relations', 1]], False)
     """
     n = table.num_rows
     if "split" not in table.column_names:
@@ -189,7 +186,10 @@ def export_hub_folder(dataset: str | os.PathLike, out: str | os.PathLike,
         for name in names:
             table = read_table(dataset, name)
             parts, runs, empty_is_train = split_runs(
-                table, whole="train" if name == main else AUX_SPLIT)
+                # A table other than the main one (relations, laureates) is one split named
+                # for the table, so the Hub does not show a relation list as training data
+                # (`all`, the obvious name, is reserved by `datasets`).
+                table, whole="train" if name == main else name)
             if name == main and table.num_rows:
                 example = table.slice(0, 1).to_pylist()[0]
             splits = {}

@@ -62,10 +62,12 @@ def offline(monkeypatch, tmp_path):
     return tmp_path / "ds-cache"
 
 
-def _expected_splits(table) -> dict[str, list[dict]]:
+def _expected_splits(table, name: str = "facts") -> dict[str, list[dict]]:
+    """What `datasets` should load for one table: the main table (facts) by its `split`
+    column; another table (relations) as one split named after it, never a `train` split."""
     rows = table.to_pylist()
     if "split" not in table.column_names or all(not r["split"] for r in rows):
-        return {"train": rows}
+        return {"train" if name == "facts" else name: rows}
     out: dict[str, list[dict]] = {}
     for r in rows:
         out.setdefault(r["split"] or "unsplit", []).append(r)
@@ -81,7 +83,7 @@ def test_dry_run_loads_with_datasets_offline_config_by_config(kind, built, offli
     assert names and (out / "dataset.json").read_bytes() == (src / "dataset.json").read_bytes()
     for name in names:
         ds = datasets.load_dataset(str(out), name, cache_dir=str(offline))
-        expected = _expected_splits(pq.read_table(src / f"{name}.parquet"))
+        expected = _expected_splits(pq.read_table(src / f"{name}.parquet"), name)
         assert sorted(ds) == sorted(expected), name
         for split, rows in expected.items():
             assert ds[split].to_list() == rows, (name, split)
@@ -110,7 +112,8 @@ def test_card_metadata_and_body(built, tmp_path):
     assert "7506e2e7e59173cbb4fecc521f2acf50c6f324b0a31842cc4aef25254c87cecb" in body
     assert "has 3 choices" in body and "1/3" in body          # the choices
     assert "Towards Reliable Latent Knowledge Estimation" in body  # the citations
-    assert "@software{factprobe" in body and "Assessing the Reliability" in body
+    assert "@software{factprobe" in body
+    assert "Assessing the Reliability" not in body and "zhao2024belief" not in body  # not served
     assert "hf://my-org/mini@v1.0" in body
     assert "| `P36` (capital) |" in body                      # per-relation statistics
     assert '"choices": 3' in body                             # the parameters
@@ -264,7 +267,7 @@ def test_upload_path_with_a_mocked_hfapi(built, monkeypatch):
     assert kw["revision"] == "paper" and kw["delete_patterns"] == ["data/**"]
     assert seen["files"] == ["README.md", "data/facts/test-00000-of-00001.parquet",
                              "data/facts/train-00000-of-00001.parquet",
-                             "data/relations/train-00000-of-00001.parquet", "dataset.json",
+                             "data/relations/relations-00000-of-00001.parquet", "dataset.json",
                              LAYOUT_FILE]
     assert "hf://my-org/mini@v1.0" in seen["card"]
     tag = api.create_tag.call_args
