@@ -26,7 +26,8 @@ SLOW_MODULES = ("tests/contract/", "tests/benchmarks/", "tests/evaluators/cli/",
                 "tests/builders/templates/test_llm_serve.py",
                 "tests/builders/sources/test_graph_sources.py",
                 "tests/builders/sources/test_dump_runs.py",
-                "tests/builders/sources/test_dump_ray.py")
+                "tests/builders/sources/test_dump_ray.py",
+                "tests/builders/publish/test_cards.py", "tests/builders/core/test_provenance.py")
 
 
 def pytest_collection_modifyitems(config, items):

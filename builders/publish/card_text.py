@@ -118,8 +118,8 @@ def personal(manifest: Mapping[str, Any]) -> str:
 
 def biases(manifest: Mapping[str, Any]) -> list[str]:
     lang = _params(manifest).get("lang") or "en"
-    out = [f"- Coverage follows the source graph: entities and relations it describes well are "
-           f"over-represented, and the facts are only as correct and current as the graph.",
+    out = [("- Coverage follows the source graph: entities and relations it describes well are "
+            "over-represented, and the facts are only as correct and current as the graph."),
            f"- Only entities with a label in `{lang}` are kept (a fact without one is dropped "
            f"and counted), which favours entities well described in that language."]
     kind = manifest.get("kind")

@@ -40,7 +40,6 @@ from builders.core.tables import (
 )
 from builders.publish.card import CardOptions, RepoVersion, render_card
 
-
 LAYOUT_FILE = "factprobe_layout.json"
 LAYOUT_FORMAT = 1
 UNSPLIT = "unsplit"  # rows with an empty split in a table that also has train/test rows
