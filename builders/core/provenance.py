@@ -21,12 +21,9 @@ from __future__ import annotations
 import subprocess
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping
 
 from builders.core.tables import factprobe_version, file_sha256
-
-if TYPE_CHECKING:
-    from builders.core.inputs import InputDataset
 
 CLEAN, DIRTY, NO_GIT = "clean", "dirty", "not a git repository"
 # The parts of factprobe's own checkout whose changes change what a build writes.
@@ -87,8 +84,10 @@ def dataset_input(folder: Path, manifest: Mapping[str, Any]) -> dict:
             "provenance": prov}
 
 
-def input_of(inp: "InputDataset | None") -> dict | None:
-    """:func:`dataset_input` of an opened input; None for an optional input not given."""
+def input_of(inp: Any) -> dict | None:
+    """:func:`dataset_input` of an opened input (a :class:`builders.core.inputs.InputDataset`,
+    not imported here: this module sits below the input resolver, which pulls in the Hub
+    reader); None for an optional input not given."""
     return None if inp is None else dataset_input(inp.folder, inp.manifest)
 
 
