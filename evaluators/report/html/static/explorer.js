@@ -96,11 +96,11 @@ function renderLeaderboard() {
       const lower = m.lower_is_better.includes(name);
       cols.push({label: m.labels[name], cls: "num", descFirst: !lower,
         value: (r) => r.cells[name]?.value ?? null,
-        cell: (r) => { const c = r.cells[name]; return c ? el("span", {class: "lb-cell",
+        cell: (r) => { const c = r.cells[name]; return c && c.value !== null ? el("span", {class: "lb-cell",
           "data-dataset": dataset, "data-method": method,
           "data-setting-name": settingName(r.model, r.setting), "data-metric": name,
           "data-value": c.value, "data-ci-low": c.ci_low, "data-ci-high": c.ci_high,
-          title: c.n === null ? "" : `n = ${c.n}`}, c.text) : "–"; }});
+          title: c.n === null ? "" : `n = ${c.n}`}, c.text) : "–"; }});   // as report.md
     }
     const main = metrics.indexOf(m.main);
     const t = sortableTable(cols, rows, {cls: "leaderboard",
@@ -189,6 +189,8 @@ function renderHeatmaps() {
     const values = recs.filter((r) => r.value !== null).map((r) => ({
       relation: r.relation_id, setting: settingName(r.model, r.setting), value: r.value,
       text: r.text, n: r.n, dataset}));
+    const vs = values.map((v) => v.value);
+    const mid = vs.length ? (Math.min(...vs) + Math.max(...vs)) / 2 : 0;
     const div = el("div", {class: "chart heatmap", "data-dataset": dataset, "data-method": method});
     box.append(el("h3", {}, `${m.labels[m.main]}: ${method} on ${dataset}`), div);
     const view = embed(div, {
@@ -202,8 +204,10 @@ function renderHeatmaps() {
           scale: {scheme: "blues", reverse: lower}},
           tooltip: [{field: "relation"}, {field: "setting"}, {field: "text", title: m.labels[m.main]},
             {field: "n"}]}},
+        // white on the darker half of the scale, so every number stays readable
         {mark: {type: "text", fontSize: 11}, encoding: {text: {field: "value", format: ".2f"},
-          color: {value: "#222"}}},
+          color: {condition: {test: `datum.value ${lower ? "<" : ">"} ${mid}`, value: "white"},
+            value: "#222"}}},
       ]});
     if (view) view.then((res) => res.view.addEventListener("click", (_, item) => {
       if (item && item.datum && item.datum.relation) openRelation(dataset, item.datum.relation);
