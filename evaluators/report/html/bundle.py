@@ -3,6 +3,7 @@ tables, with the same formatting as report.md) and one drill-down bundle per (da
 relation), which the page loads only when that relation is opened."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import pandas as pd
@@ -40,7 +41,7 @@ def _records(frame: pd.DataFrame, numeric: tuple[str, ...]) -> list[dict]:
 
 
 def _missing(v) -> bool:
-    return v is None or (isinstance(v, float) and v != v)
+    return v is None or (isinstance(v, float) and math.isnan(v))
 
 
 def overview(runs: list[Run], board: pd.DataFrame, rel_table: pd.DataFrame,
@@ -68,7 +69,7 @@ def overview(runs: list[Run], board: pd.DataFrame, rel_table: pd.DataFrame,
                              "labels": {k: v[1] for k, v in spec.headlines.items()}}
     return {
         "runs": [{"id": i, "dataset": r.dataset, "method": r.method, "model": r.label,
-                  "path": str(r.path), "rows": int(len(r.outputs)),
+                  "path": str(r.path), "rows": len(r.outputs),
                   "planted": r.planted_path} for i, r in enumerate(runs)],
         "methods": methods,
         "leaderboard": lb, "validity": val, "per_relation": rel, "notes": list(notes),

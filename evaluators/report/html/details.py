@@ -12,8 +12,9 @@ has no per-fact gold probability in its comparison rows, ``{setting: {fact_id: c
 """
 from __future__ import annotations
 
+import math
 from collections import Counter
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -35,7 +36,7 @@ def _key(row: dict, keys) -> dict:
     out = {}
     for k in keys:
         v = row.get(k)
-        if v is None or (isinstance(v, float) and v != v):
+        if v is None or (isinstance(v, float) and math.isnan(v)):
             continue
         out[k] = int(v) if isinstance(v, (int, np.integer, float)) else str(v)
     return out

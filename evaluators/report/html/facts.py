@@ -9,6 +9,7 @@ why the rest is missing."""
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +29,7 @@ class DatasetInfo:
 
 
 def _listed(v) -> list[str]:
-    if v is None or (isinstance(v, float) and v != v):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
         return []
     return [str(x) for x in list(v)]
 
@@ -123,4 +124,4 @@ def _num(v, digits: int = 4):
     if v is None:
         return None
     v = float(v)
-    return None if v != v else round(v, digits)
+    return None if math.isnan(v) else round(v, digits)

@@ -10,6 +10,7 @@ give the same bytes."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from importlib import resources
 from pathlib import Path
@@ -18,6 +19,7 @@ from evaluators.metrics.suite import MetricsOptions
 from evaluators.report.html.bundle import overview, relation_files
 from evaluators.report.runs import Run
 
+SCRIPTS = ("common.js", "overview.js", "explore.js")       # inlined in this order
 VENDOR = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js",
           "LICENSE-vega", "LICENSE-vega-lite", "LICENSE-vega-embed")
 
@@ -25,7 +27,7 @@ VENDOR = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js",
 def _clean(obj):
     """NaN and infinities as null (JSON has neither)."""
     if isinstance(obj, float):
-        return obj if obj == obj and abs(obj) != float("inf") else None
+        return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
         return {str(k): _clean(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -71,7 +73,7 @@ def write_html(out: Path, runs: list[Run], board, rel_table, val_table, notes: l
     page = (_static("index.html")
             .replace("/*STYLE*/", _static("explorer.css"))
             .replace("/*DATA*/", to_json(data))
-            .replace("/*SCRIPT*/", _static("explorer.js")))
+            .replace("/*SCRIPT*/", "\n".join(_static(f) for f in SCRIPTS)))
     (out / "index.html").write_text(page, encoding="utf-8")
     written.append("index.html")
     return written
