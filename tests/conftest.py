@@ -22,6 +22,7 @@ DATA = Path(__file__).parent / "data"
 # `pytest --durations=0`: these hold about nine tenths of the suite's time.
 SLOW_MODULES = ("tests/contract/", "tests/benchmarks/", "tests/evaluators/cli/",
                 "tests/evaluators/report/test_report_cli.py",
+                "tests/evaluators/report/test_report_html.py",
                 "tests/builders/templates/test_templates.py",
                 "tests/builders/templates/test_llm_serve.py",
                 "tests/builders/sources/test_graph_sources.py",

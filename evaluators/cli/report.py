@@ -11,6 +11,7 @@ EPILOG = """examples:
   factprobe report --results data/results/sample-mc/zp-lke/planted \\
       data/results/sample-mc/zp-lke/pythia-1b --out reports/mc --metrics mc_accuracy
   factprobe report --results r/ --out rep/ --bootstrap 2000 --common-facts --no-plots
+  factprobe report --results data/results --out reports/sample --html   # + index.html
 """
 
 
@@ -50,6 +51,9 @@ def register(subparsers, common) -> None:
     p.add_argument("--planted", help="planted.json to use for every run (default: the one "
                    "beside each run's model)")
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
+    p.add_argument("--html", action="store_true", help="also write index.html: the explorer "
+                   "page (leaderboard, validity, heatmaps, each fact's prompts and answers); "
+                   "opens from disk, no network")
     p.set_defaults(run=_run)
 
 
@@ -61,5 +65,6 @@ def _run(args) -> str:
     out = build_report(ReportConfig(results=tuple(args.results), out=args.out,
                                     metrics=args.metrics, options=opts,
                                     common_facts=args.common_facts, planted=args.planted,
-                                    plots=not args.no_plots, progress=not args.quiet))
-    return f"wrote {out}/report.md"
+                                    plots=not args.no_plots, progress=not args.quiet,
+                                    html=args.html))
+    return f"wrote {out}/report.md" + (f" and {out}/index.html" if args.html else "")

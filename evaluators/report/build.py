@@ -73,6 +73,7 @@ class ReportConfig:
     planted: str | None = None
     plots: bool = True
     progress: bool = True
+    html: bool = False                    # also index.html + explorer/ (evaluators/report/html)
 
 
 def _csv(frame: pd.DataFrame, path: Path) -> None:
@@ -140,6 +141,9 @@ def build_report(cfg: ReportConfig) -> Path:
         report = render(runs, lb_md, rel_md, validity_markdown(val_table),
                         comparisons_markdown(tests), mat_md, figures, notes, cfg)
         (tmp / "report.md").write_text(report, encoding="utf-8")
+        if cfg.html:
+            from evaluators.report.html.page import write_html
+            write_html(tmp, runs, board, rel_table, val_table, notes, cfg.options)
         # The report's ownership marker (builders.core.outdir): what a rerun may replace.
         (tmp / "report.json").write_text(dumps_json(stamp({}, tmp, "report")), encoding="utf-8")
     return out

@@ -1,0 +1,146 @@
+// The overview tab: leaderboard, validity table and chart, heatmaps, runs (common.js first).
+// --------------------------------------------------------------------------- overview
+function renderLeaderboard() {
+  const box = $("leaderboard");
+  const tables = [];
+  for (const [gk, recs] of groupBy(D.leaderboard, (r) => `${r.dataset}\u0000${r.method}`)) {
+    const [dataset, method] = gk.split("\u0000");
+    const m = D.methods[method];
+    const metrics = [...new Set(recs.map((r) => r.metric))];
+    const rows = [...groupBy(recs, (r) => `${r.model}\u0000${r.setting}`).values()].map((rs) => ({
+      model: rs[0].model, setting: rs[0].setting,
+      cells: Object.fromEntries(rs.map((r) => [r.metric, r]))}));
+    const cols = [{label: "model", value: (r) => r.model, cell: (r) => r.model}];
+    if (m.contexts) cols.push({label: "context", value: (r) => r.setting, cell: (r) => r.setting});
+    for (const name of metrics) {
+      const lower = m.lower_is_better.includes(name);
+      cols.push({label: m.labels[name], cls: "num", descFirst: !lower,
+        value: (r) => r.cells[name]?.value ?? null,
+        cell: (r) => { const c = r.cells[name]; return c && c.value !== null ? el("span", {class: "lb-cell",
+          "data-dataset": dataset, "data-method": method,
+          "data-setting-name": settingName(r.model, r.setting), "data-metric": name,
+          "data-value": c.value, "data-ci-low": c.ci_low, "data-ci-high": c.ci_high,
+          title: c.n === null ? "" : `n = ${c.n}`}, c.text) : "–"; }});   // as report.md
+    }
+    const main = metrics.indexOf(m.main);
+    const t = sortableTable(cols, rows, {cls: "leaderboard",
+      sortCol: main >= 0 ? main + (m.contexts ? 2 : 1) : -1,
+      desc: !m.lower_is_better.includes(m.main),
+      filter: (r) => r.model.toLowerCase().includes($("leaderboard-filter").value.toLowerCase())});
+    tables.push(t);
+    box.append(el("h3", {}, `${method} on ${dataset}`), t);
+  }
+  $("leaderboard-filter").addEventListener("input", () => tables.forEach((t) => t.redraw()));
+}
+
+function renderValidity() {
+  $("margin").textContent = D.familiarity_margin;
+  const rows = D.validity;
+  if (!rows.length) {
+    $("validity").append(el("p", {class: "hint",
+      text: "No run has a planted-knowledge model (planted.json beside the model)."}));
+    return;
+  }
+  const nullCell = (r) => {
+    if (r.null_auroc_value === null) return r.null_reason ? "– (see below)" : "no null pass";
+    return r.text.null_auroc + (r.familiarity ? " (!)" : "");
+  };
+  const cols = [
+    {label: "method", value: (r) => r.method, cell: (r) => r.method},
+    {label: "dataset", value: (r) => r.dataset, cell: (r) => r.dataset},
+    {label: "model", value: (r) => settingName(r.model, r.setting),
+      cell: (r) => settingName(r.model, r.setting)},
+    {label: "estimator", value: (r) => r.estimator, cell: (r) => r.estimator},
+    ...["planted", "held_out", "difference", "auroc"].map((k) => ({
+      label: {planted: "planted", held_out: "held-out", difference: "difference",
+        auroc: "AUROC"}[k], cls: "num", descFirst: true,
+      value: (r) => r[`${k}_value`], cell: (r) => el("span", {"data-validity": k,
+        "data-value": r[`${k}_value`]}, r.text[k])})),
+    {label: "subject-blind AUROC", cls: "num", value: (r) => r.null_auroc_value,
+      cell: (r) => el("span", {"data-validity": "null_auroc", "data-value": r.null_auroc_value,
+        class: r.familiarity ? "bad" : ""}, nullCell(r))},
+    {label: "n (planted / held-out)", cls: "num", value: (r) => r.n_planted,
+      cell: (r) => `${r.n_planted ?? "–"} / ${r.n_held_out ?? "–"}`},
+    {label: "score", value: (r) => r.score_means, cell: (r) => r.score_means || ""},
+  ];
+  $("validity").append(sortableTable(cols, rows, {cls: "validity"}));
+  for (const r of rows) {
+    const where = `${r.method} on ${r.dataset}, ${settingName(r.model, r.setting)}, ${r.estimator}`;
+    if (r.familiarity) $("validity-flags").append(el("li", {}, el("b", {}, where),
+      `: subject-blind null AUROC ${f3(r.null_auroc_value)} (validity AUROC ${f3(r.auroc_value)}),` +
+      ` farther than ${D.familiarity_margin} from 0.5: answer familiarity.`));
+    else if (r.null_auroc_value === null && r.null_reason)
+      $("validity-flags").append(el("li", {}, `${where}: no subject-blind null (${r.null_reason}).`));
+  }
+  const pts = [];
+  for (const r of rows) {
+    const name = `${r.method}: ${settingName(r.model, r.setting)} · ${r.estimator}`;
+    pts.push({run: name, kind: "validity AUROC", value: r.auroc_value, lo: r.auroc_ci_low,
+      hi: r.auroc_ci_high});
+    if (r.null_auroc_value !== null) pts.push({run: name, kind: "subject-blind AUROC (null)",
+      value: r.null_auroc_value, lo: r.null_auroc_ci_low, hi: r.null_auroc_ci_high});
+  }
+  embed($("validity-chart"), {
+    $schema: "https://vega.github.io/schema/vega-lite/v6.json",
+    data: {values: pts.filter((p) => p.value !== null)}, width: 420,
+    height: {step: 16},
+    encoding: {y: {field: "run", type: "nominal", title: null, axis: {labelLimit: 360}},
+      yOffset: {field: "kind"}, color: {field: "kind", type: "nominal", title: null,
+        scale: {range: ["#2f5fa7", "#d08a2e"]}, legend: {orient: "bottom"}}},
+    layer: [
+      {mark: {type: "rule"}, encoding: {x: {field: "lo", type: "quantitative",
+        scale: {domain: [0, 1]}, title: "AUROC (planted vs held-out), 95% interval"},
+        x2: {field: "hi"}}},
+      {mark: {type: "point", filled: true, size: 50}, encoding: {x: {field: "value",
+        type: "quantitative"}, tooltip: [{field: "run"}, {field: "kind"},
+        {field: "value", format: ".3f"}, {field: "lo", format: ".3f"}, {field: "hi", format: ".3f"}]}},
+      {data: {values: [{x: 0.5}]}, mark: {type: "rule", strokeDash: [4, 3], color: "#888"},
+        encoding: {x: {field: "x", type: "quantitative"}, y: {value: 0}, y2: {value: "height"},
+          yOffset: null, color: null}},
+    ]});
+}
+
+function renderHeatmaps() {
+  const box = $("heatmaps");
+  for (const [gk, recs] of groupBy(D.per_relation, (r) => `${r.dataset}\u0000${r.method}`)) {
+    const [dataset, method] = gk.split("\u0000");
+    const m = D.methods[method];
+    const lower = m.lower_is_better.includes(m.main);
+    const values = recs.filter((r) => r.value !== null).map((r) => ({
+      relation: r.relation_id, setting: settingName(r.model, r.setting), value: r.value,
+      text: r.text, n: r.n, dataset}));
+    const vs = values.map((v) => v.value);
+    const mid = vs.length ? (Math.min(...vs) + Math.max(...vs)) / 2 : 0;
+    const div = el("div", {class: "chart heatmap", "data-dataset": dataset, "data-method": method});
+    box.append(el("h3", {}, `${m.labels[m.main]}: ${method} on ${dataset}`), div);
+    const view = embed(div, {
+      $schema: "https://vega.github.io/schema/vega-lite/v6.json",
+      data: {values}, width: {step: 64}, height: {step: 24},
+      encoding: {x: {field: "relation", type: "nominal", title: null, axis: {labelAngle: -30}},
+        y: {field: "setting", type: "nominal", title: null, axis: {labelLimit: 300}}},
+      layer: [
+        {mark: {type: "rect", cursor: "pointer"}, encoding: {color: {field: "value",
+          type: "quantitative", title: m.labels[m.main] + (lower ? " (lower = better)" : ""),
+          scale: {scheme: "blues", reverse: lower}},
+          tooltip: [{field: "relation"}, {field: "setting"}, {field: "text", title: m.labels[m.main]},
+            {field: "n"}]}},
+        // white on the darker half of the scale, so every number stays readable
+        {mark: {type: "text", fontSize: 11}, encoding: {text: {field: "value", format: ".2f"},
+          color: {condition: {test: `datum.value ${lower ? "<" : ">"} ${mid}`, value: "white"},
+            value: "#222"}}},
+      ]});
+    if (view) view.then((res) => res.view.addEventListener("click", (_, item) => {
+      if (item && item.datum && item.datum.relation) openRelation(dataset, item.datum.relation);
+    }));
+  }
+}
+
+function renderRuns() {
+  const cols = ["dataset", "method", "model", "path", "rows", "planted"].map((k) => ({
+    label: k === "path" ? "run folder" : k === "planted" ? "planted.json" : k,
+    value: (r) => r[k], cell: (r) => (r[k] === null ? "–" : String(r[k]))}));
+  $("runs").append(sortableTable(cols, D.runs, {}));
+  if (!D.notes.length) $("notes-block").hidden = true;
+  for (const n of D.notes) $("notes").append(el("li", {}, n));
+}
+
