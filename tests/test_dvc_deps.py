@@ -29,8 +29,8 @@ ENTRIES = {
     "fktc": ("evaluators.cli.templates", ["builders.datasets.fktc"]),
     "plant": ("evaluators.cli.plant", ["probes.planting.plant"]),
     "plant-masked": ("evaluators.cli.plant", ["probes.planting.plant"]),
-    "eval": ("evaluators.cli.evaluate", ["evaluators.cli.evaluate"]),
-    "eval-belief": ("evaluators.cli.evaluate", ["evaluators.cli.evaluate"]),
+    **{f"eval-{m}": ("evaluators.cli.evaluate", ["evaluators.cli.evaluate"])
+       for m in ("zp-lke", "prompt", "belief-icl", "monitor", "belief")},
     "report": ("evaluators.cli.report", ["evaluators.report.build"]),
 }
 # Code a stage must not depend on: the point of fine-grained deps (a report change reruns no
@@ -39,8 +39,8 @@ MUST_NOT = {
     "plant": ["probes/backends", "probes/engine", "evaluators/report", "evaluators/metrics"],
     "plant-masked": ["probes/backends", "probes/engine", "evaluators/report",
                      "evaluators/metrics"],
-    "eval": ["evaluators/report"],
-    "eval-belief": ["evaluators/report"],
+    **{f"eval-{m}": ["evaluators/report"]
+       for m in ("zp-lke", "prompt", "belief-icl", "monitor", "belief")},
     "facts": ["probes", "evaluators/report", "evaluators/metrics"],
     "mc": ["probes", "evaluators/report", "evaluators/metrics"],
     "report": ["probes/backends", "probes/engine"],
@@ -136,3 +136,14 @@ def test_stage_does_not_depend_on_unrelated_code(stage):
 
 def test_every_stage_with_code_is_checked():
     assert set(stage_deps()) == set(ENTRIES)
+
+
+def test_each_eval_stage_reads_only_its_own_params():
+    """Changing one method's settings must not rerun another method's evaluation."""
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    evals = {n: st["do"] for n, st in stages.items() if n.startswith("eval-")}
+    assert len(evals) == 5
+    for name, body in evals.items():
+        key = name.removeprefix("eval-").replace("-", "_")
+        assert body["params"] == [f"eval.{key}"], name
+        assert f"${{eval.{key}." in body["cmd"], name

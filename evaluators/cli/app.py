@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     report_cli.register(sub, common)
     from evaluators.cli import publish as cli_publish
     cli_publish.register(sub, common)
+    from evaluators.cli import init as cli_init
+    cli_init.register(sub, common)
     return parser
 
 

@@ -6,13 +6,16 @@ Layout of ``--out``::
 
     report.md                       everything below, readable on GitHub
     report.json                     the files of this report (what a rerun may replace)
-    metrics.json                    headline numbers of every run and setting (DVC metrics)
+    metrics.json                    headline numbers of every run and setting, with intervals
+    headline.json                   a handful of flat scalars for DVC (:mod:`.headline`)
     runs/<dataset>/<method>/<model>/metrics.json   each run's full metrics, recomputed
     tables/*.csv, tables/*.md       leaderboard, per_relation, validity, comparisons, matrices
     figures/*.png                   calibration, heatmaps, accuracy vs examples, validity,
                                     MONITOR vs accuracy, Accuracy@K
-    plots/<name>/<series>.csv       data for `dvc plots show` (calibration, accuracy vs examples,
-                                    Accuracy@K)
+    plots/<name>.csv                data for `dvc plots show`, every series of a figure in one
+                                    file (column ``series``): calibration, accuracy vs examples,
+                                    Accuracy@K
+    plots/<name>/<series>.csv       the same, one file per series
 
 Runs are compared only inside one dataset (same name and same facts table) and one method
 family (each method's metrics name theirs: multiple choice, BELIEF with every BELIEF-ICL context
@@ -35,6 +38,7 @@ from builders.core.markdown import slug
 from builders.core.outdir import atomic_folder, stamp
 from builders.core.tables import dumps_json
 from evaluators.metrics.suite import MetricsOptions
+from evaluators.report.headline import headline
 from evaluators.report.markdown import (
     comparisons_markdown,
     leaderboard_markdown,
@@ -112,6 +116,8 @@ def build_report(cfg: ReportConfig) -> Path:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(dumps_json(r.metrics), encoding="utf-8")
         (tmp / "metrics.json").write_text(dumps_json(summary_metrics(board)), encoding="utf-8")
+        mains = {r.method: r.spec.main for r in runs}
+        (tmp / "headline.json").write_text(dumps_json(headline(board, mains)), encoding="utf-8")
         tables = tmp / "tables"
         _csv(board, tables / "leaderboard.csv")
         _csv(rel_table, tables / "per_relation.csv")

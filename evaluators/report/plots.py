@@ -1,5 +1,6 @@
 """Figures of ``factprobe report`` (matplotlib, Agg backend, PNG) and the CSV series behind the
-ones DVC can draw (``plots/<name>/<series>.csv``). A method's runs take part in the figures its
+ones DVC can draw (``plots/<name>.csv``, every series of a figure with its ``series`` name, and
+``plots/<name>/<series>.csv``). A method's runs take part in the figures its
 metrics name (``MethodMetrics.plots``); the heatmap and validity bars take every run:
 
 - calibration curves (BELIEF, BELIEF-ICL): mean confidence against accuracy per bin;
@@ -43,10 +44,18 @@ def _save(fig, out: Path, name: str, figures: list, title: str) -> None:
     figures.append((title, f"figures/{name}.png"))
 
 
-def _series_csv(out: Path, plot: str, series: str, frame: pd.DataFrame) -> None:
+def _series_csv(out: Path, plot: str, series: str, frame: pd.DataFrame, label: str) -> None:
+    """One series of a figure: its own file, and its rows in ``plots/<plot>.csv`` (long format,
+    ``series`` first) from which `dvc plots show` draws every series of the figure in one chart
+    (a template colouring by ``series``; dvc.yaml's ``plots``)."""
     path = out / "plots" / plot / f"{slug(series)}.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(path, index=False, lineterminator="\n", float_format="%.4f")
+    long = out / "plots" / f"{plot}.csv"
+    rows = frame.copy()
+    rows.insert(0, "series", label)
+    rows.to_csv(long, mode="a", header=not long.exists(), index=False, lineterminator="\n",
+                 float_format="%.4f")
 
 
 def _name(run, setting: str) -> str:
@@ -66,7 +75,8 @@ def calibration(runs, out: Path, figures: list) -> str | None:
             frame = pd.DataFrame([{"bin": int(k), **v} for k, v in sorted(cal.items())])
             frame = frame[["bin", "confidence", "accuracy", "n"]]
             curves.append((_name(r, setting), block["overconfidence"]["value"], frame))
-            _series_csv(out, "calibration", f"{r.dataset}-{r.method}-{r.label}-{setting}", frame)
+            _series_csv(out, "calibration", f"{r.dataset}-{r.method}-{r.label}-{setting}",
+                        frame, _name(r, setting))
     if not curves:
         return "no calibration curve: no BELIEF or BELIEF-ICL run with confidences"
     plt = _plt()
@@ -171,7 +181,7 @@ def accuracy_vs_examples(runs, out: Path, figures: list) -> str | None:
     xs = set()
     for label, frame, file in series:
         frame = frame.dropna(subset=["accuracy"])
-        _series_csv(out, "accuracy_vs_examples", file, frame)
+        _series_csv(out, "accuracy_vs_examples", file, frame, label)
         x = frame["n_examples"].to_numpy(dtype=float)
         y = frame["accuracy"].to_numpy(dtype=float)
         lo = y - frame["ci_low"].to_numpy(dtype=float)
@@ -284,7 +294,8 @@ def accuracy_at_k(runs, out: Path, figures: list) -> str | None:
         if frame.empty:
             continue
         curves.append((f"{r.method}: {r.label}", frame))
-        _series_csv(out, "accuracy_at_k", f"{r.dataset}-{r.method}-{r.label}", frame)
+        _series_csv(out, "accuracy_at_k", f"{r.dataset}-{r.method}-{r.label}", frame,
+                    f"{r.method}: {r.label}")
     if not curves:
         return "no Accuracy@K plot: no ZP-LKE or prompt run"
     plt = _plt()

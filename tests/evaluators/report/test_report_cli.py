@@ -157,8 +157,19 @@ def test_report_contents(full_report):
     assert list(pd.read_csv(cal[0]).columns) == ["bin", "confidence", "accuracy", "n"]
     ax = sorted((out / "plots" / "accuracy_vs_examples").glob("*.csv"))
     assert ax and all({"n_examples", "accuracy"} <= set(pd.read_csv(p).columns) for p in ax)
+    # one long-format file per figure, every series in it (what `dvc plots show` overlays)
+    long = pd.read_csv(out / "plots" / "calibration.csv")
+    assert list(long.columns) == ["series", "bin", "confidence", "accuracy", "n"]
+    assert long["series"].nunique() == 3 and len(long) == sum(len(pd.read_csv(p)) for p in cal)
+    assert pd.read_csv(out / "plots" / "accuracy_vs_examples.csv")["series"].nunique() == len(ax)
     summary = json.loads((out / "metrics.json").read_text())
     assert set(summary) == {"mc", "mp", "mp-icl", "fktc"}
+    # headline.json: flat scalars, each method's main number and validity AUROC per setting
+    head = json.loads((out / "headline.json").read_text())
+    assert all(isinstance(v, float) for v in head.values())
+    assert head["monitor/planted/monitor"] == summary["fktc"]["monitor"]["planted"]["monitor"]["value"]
+    assert {k.rsplit("/", 1)[1] for k in head} <= {"mc_accuracy", "acc1", "monitor",
+                                                   "validity_auroc"}
     assert "validity_auroc" in summary["fktc"]["monitor"]["planted"]
     per_fact = pd.read_csv(out / "tables" / "monitor_per_fact" / "fktc-planted.csv")
     mon = json.loads((out / "runs" / "fktc" / "monitor" / "planted" / "metrics.json").read_text())

@@ -1,0 +1,76 @@
+"""``factprobe init DIR``: a DVC pipeline (dvc.yaml, params.yaml) for one's own graph, in one's
+own repository (the work is in :mod:`evaluators.scaffold.render`)."""
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from builders.core.errors import UserError
+
+EPILOG = """examples:
+  git init my-probe && cd my-probe && dvc init
+  factprobe init . --source rdf --path graph.ttl --relations ex:capital,ex:currency
+  factprobe init . --source csv --path triples.csv --name langs
+  factprobe init . --source sparql --endpoint http://localhost:7878/query --relations P36,P37
+  factprobe init . --source wikidata --relations P36,P37,P38 --name wd
+then write templates/<relation>.yaml (docs/templates.md) and run `dvc repro`.
+"""
+
+
+def register(subparsers, common) -> None:
+    from evaluators.scaffold.render import SOURCES
+    p = subparsers.add_parser("init", parents=[common],
+                              help="write dvc.yaml and params.yaml for your own graph",
+                              epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+                              description="Write a DVC pipeline (dvc.yaml, params.yaml, a plot "
+                              "template) from your graph to datasets, planted reference models, "
+                              "every method's evaluation and a report. Existing files are "
+                              "refused; --force rewrites only files factprobe init wrote.")
+    p.add_argument("dir", nargs="?", default=".", help="the repository folder (.)")
+    p.add_argument("--source", choices=SOURCES, default="rdf", help="where the facts come "
+                   "from (rdf)")
+    p.add_argument("--path", help="the graph file or folder (rdf, csv, trex, wikidata-dump)")
+    p.add_argument("--endpoint", help="SPARQL endpoint URL (sparql)")
+    p.add_argument("--relations", default="all",
+                   help="comma-separated relation ids, or all (all; wikidata needs ids)")
+    p.add_argument("--name", help="prefix of the dataset folders and the report (default: the "
+                   "graph file's name, or the source)")
+    p.add_argument("--lang", default="en", help="label language (en)")
+    p.set_defaults(run=_run)
+
+
+def _run(args) -> str:
+    from builders.templates.files import file_name
+    from evaluators.scaffold.render import FILE_SOURCES, InitConfig, check_name, write
+    root = Path(args.dir)
+    if root.exists() and not root.is_dir():
+        raise UserError(f"{root} is not a folder")
+    path = ""
+    if args.source in FILE_SOURCES:
+        if not args.path:
+            raise UserError(f"--source {args.source} needs --path (the graph file or folder)")
+        if not os.path.exists(args.path):
+            raise UserError(f"--path {args.path}: no such file or folder")
+        # dvc.yaml's paths are relative to the repository, the flag's to where init runs
+        path = os.path.relpath(os.path.abspath(args.path), os.path.abspath(root))
+    elif args.path:
+        raise UserError(f"--path is for a file source ({', '.join(FILE_SOURCES)}), not "
+                        f"--source {args.source}")
+    if (args.source == "sparql") != bool(args.endpoint):
+        raise UserError("--endpoint is for --source sparql, and --source sparql needs it")
+    if args.source == "wikidata" and args.relations.strip().lower() == "all":
+        raise UserError("--source wikidata needs --relations (property ids, e.g. P36,P37)")
+    stem = Path(args.path).name.split(".")[0].lower() if args.path else args.source
+    name = check_name(args.name or stem)
+    root.mkdir(parents=True, exist_ok=True)
+    written = write(InitConfig(dir=str(root), source=args.source, path=path,
+                               endpoint=args.endpoint or "", relations=args.relations,
+                               name=name, lang=args.lang), force=args.force)
+    rels = [r.strip() for r in args.relations.split(",") if r.strip()]
+    wanted = ("templates/" + ", templates/".join(file_name(r) for r in rels)
+              if args.relations.strip().lower() != "all" else "templates/<relation>.yaml")
+    outside = " (outside the repository: DVC tracks it there, but copying it in is safer)" \
+        if path.startswith("..") else ""
+    return (f"wrote {', '.join(str(p) for p in written)}{outside}\n"
+            f"next: write {wanted} (docs/templates.md), then `dvc repro` in {root}")

@@ -1,0 +1,129 @@
+"""Render and write the files of ``factprobe init``: ``dvc.yaml``, ``params.yaml`` and the DVC
+plot template, for one source of facts.
+
+The templates are plain text with ``{{key}}`` holes and whole-line ``#@if FLAG`` / ``#@endif``
+blocks, not Jinja: the only logic is which stages a source has, and DVC's own ``${...}`` must
+pass through untouched (a general template language would need it escaped everywhere).
+Rendering is a pure function of the options, so the same flags give the same bytes.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from builders.core.errors import UserError
+
+HEADER = "Written by factprobe init"
+# Sources whose facts come from a file (a DVC dependency); the others ask an endpoint.
+FILE_SOURCES = ("rdf", "csv", "trex", "wikidata-dump")
+SOURCES = FILE_SOURCES + ("sparql", "wikidata")
+# How each source gets other names for subjects and objects (None: no aliases stage; the
+# facts' own labels are used) and whether `factprobe build nobel` reads it.
+ALIASES_VIA = {"rdf": "graph", "sparql": "graph", "wikidata": "wikidata",
+               "wikidata-dump": "graph", "csv": None, "trex": None}
+NOBEL = {"rdf": "rdf", "sparql": "sparql", "wikidata": "wikidata",
+         "wikidata-dump": "wikidata-dump", "csv": None, "trex": None}
+# (template in files/, path in the user's repository)
+FILES = (("dvc.yaml.in", "dvc.yaml"), ("params.yaml.in", "params.yaml"),
+         ("series.json", "plot-templates/series.json"))
+NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
+
+
+@dataclass(frozen=True)
+class InitConfig:
+    dir: str
+    source: str = "rdf"
+    path: str = ""           # relative to dir
+    endpoint: str = ""
+    relations: str = "all"
+    name: str = "graph"
+    lang: str = "en"
+
+
+def render(text: str, values: dict[str, str], flags: dict[str, bool]) -> str:
+    """Fill ``{{key}}`` holes and keep the ``#@if FLAG`` blocks whose flag is true.
+
+    >>> render("a {{x}}\\n#@if on\\nb ${dvc}\\n#@endif\\n#@if off\\nc\\n#@endif\\n", {"x": "1"},
+    ...        {"on": True, "off": False})
+    'a 1\\nb ${dvc}\\n'
+    """
+    out, keep = [], [True]
+    for line in text.splitlines(keepends=True):
+        s = line.strip()
+        if s.startswith("#@if "):
+            keep.append(keep[-1] and flags[s[5:].strip()])
+        elif s == "#@endif":
+            keep.pop()
+        elif keep[-1]:
+            out.append(re.sub(r"\{\{(\w+)\}\}", lambda m: values[m.group(1)], line))
+    assert len(keep) == 1, "unbalanced #@if in a template"
+    return "".join(out)
+
+
+def rendered(cfg: InitConfig) -> dict[str, str]:
+    """{path in the repository: text} for ``cfg``."""
+    flag = {"sparql": " --endpoint ${facts.endpoint}", "wikidata": ""}.get(
+        cfg.source, " --path ${facts.path}")
+    via = ALIASES_VIA[cfg.source]
+    values = {"source": cfg.source, "source_flag": flag, "name": cfg.name,
+              "nobel_source": NOBEL[cfg.source] or "", "base": "aliases" if via else "facts",
+              "via": via or "", "lang": json.dumps(cfg.lang), "path": json.dumps(cfg.path),
+              "endpoint": json.dumps(cfg.endpoint), "relations": json.dumps(cfg.relations)}
+    flags = {"path": cfg.source in FILE_SOURCES, "aliases": via is not None,
+             "nobel": NOBEL[cfg.source] is not None}
+    files = resources.files("evaluators.scaffold") / "files"
+    return {target: render((files / name).read_text(encoding="utf-8"), values, flags)
+            for name, target in FILES}
+
+
+def ours(path: Path) -> bool:
+    """Whether a file was written by ``factprobe init`` (its header, in the first lines)."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as fh:
+            head = [fh.readline() for _ in range(3)]
+    except OSError:
+        return False
+    return any(HEADER in line for line in head)
+
+
+def write(cfg: InitConfig, force: bool) -> list[Path]:
+    """Write the files; refuse (before writing any) a file that is there, unless ``force``
+    and factprobe init wrote it. Each file is written to a temporary name and renamed."""
+    root = Path(cfg.dir)
+    texts = rendered(cfg)
+    for rel in texts:
+        path = root / rel
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise UserError(f"{path} is not a plain file; move it away or init another folder")
+        if path.exists() and not ours(path):
+            raise UserError(f"{path} exists and factprobe init did not write it; move it away "
+                            f"or init another folder (--force replaces only factprobe's own)")
+        if path.exists() and not force:
+            raise UserError(f"{path} exists (written by factprobe init); --force rewrites it")
+    written = []
+    for rel, text in texts.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.factprobe-tmp-{os.getpid()}")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+        written.append(path)
+    (root / "templates").mkdir(exist_ok=True)
+    return written
+
+
+def check_name(name: str) -> str:
+    """
+    >>> check_name("langs"), check_name("My Graph")
+    Traceback (most recent call last):
+    ...
+    builders.core.errors.UserError: --name 'My Graph': lower-case letters, digits, - and _ only (e.g. my-graph)
+    """
+    if not NAME.fullmatch(name):
+        raise UserError(f"--name {name!r}: lower-case letters, digits, - and _ only "
+                        f"(e.g. my-graph)")
+    return name
