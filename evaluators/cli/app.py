@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     report_cli.register(sub, common)
     from evaluators.cli import publish as cli_publish
     cli_publish.register(sub, common)
+    from evaluators.cli import export as cli_export
+    cli_export.register(sub, common)
     return parser
 
 
