@@ -86,6 +86,9 @@ def register(subparsers, common: argparse.ArgumentParser) -> None:
     q.add_argument("--split", choices=("test", "all"), default="test",
                    help="the facts to export as instances: the test split (what factprobe "
                    "evaluates) or every fact")
+    q.add_argument("--format", dest="fmt", choices=("jsonl", "parquet"), default="jsonl",
+                   help="instance files: JSON lines (BEAR's) or Parquet (keeps number-like "
+                   "labels as text)")
     q.set_defaults(run=_run_lm_pub_quiz)
 
 
@@ -128,4 +131,5 @@ def _run_lm_pub_quiz(args) -> str:
     from evaluators.exports.lm_pub_quiz import PubQuizExport, export_lm_pub_quiz
     return export_lm_pub_quiz(PubQuizExport(dataset=args.dataset, out=args.out,
                                             templates=args.templates, split=args.split,
+                                            fmt=args.fmt,
                                             relations=args.relations, limit=args.limit))

@@ -137,13 +137,13 @@ def export_lm_eval(cfg: LMEvalExport) -> str:
 
     method = METHODS[cfg.method]
     folder = open_input(cfg.dataset)
+    task = task_name(cfg, folder)
     tables = load_tables(folder, method.probe.tables, cfg.method)
     tables["facts"] = select_facts(tables["facts"], cfg.relations, cfg.limit)
     require_choices(tables["facts"], cfg.dataset)
     plan = method.probe.plan(tables, cfg.method_config)
     rows = questions(plan)
     need_rows(rows, cfg.dataset, "questions")
-    task = task_name(cfg, folder)
     per_fact = pd.Series([r["fact_id"] for r in rows]).value_counts()
     data_file = f"{task}.jsonl"
     info = {"task": task, "method": cfg.method, "dataset": cfg.dataset,
