@@ -26,7 +26,9 @@ SLOW_MODULES = ("tests/contract/", "tests/benchmarks/", "tests/evaluators/cli/",
                 "tests/builders/templates/test_llm_serve.py",
                 "tests/builders/sources/test_graph_sources.py",
                 "tests/builders/sources/test_dump_runs.py",
-                "tests/builders/sources/test_dump_ray.py")
+                "tests/builders/sources/test_dump_ray.py",
+                "tests/evaluators/exports/test_lm_eval_export.py",
+                "tests/evaluators/exports/test_lm_pub_quiz_export.py")
 
 
 def pytest_collection_modifyitems(config, items):
