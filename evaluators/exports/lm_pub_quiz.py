@@ -1,5 +1,5 @@
 """``factprobe export lm-pub-quiz``: a dataset in the layout of lm-pub-quiz and its BEAR probe
-(Wiland et al., 2024; https://lm-pub-quiz.github.io), which ranks a relation's whole answer
+(Wiland, Ploner and Akbik, 2024, arXiv:2404.04113), which ranks a relation's whole answer
 space by the log-likelihood of each filled-in template sentence.
 
 The folder::
