@@ -10,6 +10,7 @@ sub-folder as ``"name/"``)::
     report    report.json             (factprobe report)
     publish   factprobe_layout.json   (factprobe publish --dry-run; uploaded on purpose: it tells
                                        a reader how to rebuild the tables and what the folder holds)
+    export    factprobe_export.json   (factprobe export: a task folder for another tool)
 
 Markers written before ``output`` and ``files`` existed are recognised by their other keys, and
 the files they own inferred (:func:`identify`). A marker listing a path outside its folder is
@@ -25,11 +26,13 @@ from pathlib import Path
 SENTINEL = ".factprobe-incomplete"   # in a temporary folder until it is complete (builders.core.swap)
 # Checked in this order: a Hub folder also holds the dataset's dataset.json.
 MARKERS = (("publish", "factprobe_layout.json"), ("report", "report.json"),
-           ("model", "planted.json"), ("run", "run.json"), ("dataset", "dataset.json"))
+           ("model", "planted.json"), ("run", "run.json"), ("export", "factprobe_export.json"),
+           ("dataset", "dataset.json"))
 MARKER = dict(MARKERS)
 NOUN = {"dataset": "a dataset", "run": "a run folder (factprobe eval)",
         "model": "a model folder (factprobe plant)", "report": "a report (factprobe report)",
-        "publish": "a Hub folder (factprobe publish --dry-run)"}
+        "publish": "a Hub folder (factprobe publish --dry-run)",
+        "export": "an export (factprobe export)"}
 BOOKKEEPING = frozenset({".gitignore", ".gitkeep"})
 # What transformers' save_pretrained writes for factprobe's models, for planted.json files
 # written before markers listed their files.

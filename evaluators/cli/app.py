@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     cli_publish.register(sub, common)
     from evaluators.cli import init as cli_init
     cli_init.register(sub, common)
+    from evaluators.cli import export as cli_export
+    cli_export.register(sub, common)
     return parser
 
 

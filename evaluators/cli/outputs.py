@@ -33,6 +33,8 @@ def target(args: Namespace) -> tuple[str, str, str | None, str] | None:
     if command in ("eval", "plant", "report"):
         kind = {"eval": "run", "plant": "model", "report": "report"}[command]
         return args.out, kind, None, "--out"
+    if command == "export":
+        return args.out, "export", None, "OUT"
     if command == "publish" and args.dry_run is not None:
         return args.dry_run, "publish", None, "--dry-run"
     return None
