@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     report_cli.register(sub, common)
     from evaluators.cli import publish as cli_publish
     cli_publish.register(sub, common)
+    from evaluators.cli import merge as cli_merge
+    cli_merge.register(sub, common)
     return parser
 
 
