@@ -26,7 +26,7 @@ SLOW_MODULES = ("tests/contract/", "tests/benchmarks/", "tests/evaluators/cli/",
                 "tests/builders/templates/test_llm_serve.py",
                 "tests/builders/sources/test_graph_sources.py",
                 "tests/builders/sources/test_dump_runs.py",
-                "tests/builders/sources/test_dump_ray.py")
+                "tests/builders/sources/test_dump_ray.py", "tests/probes/engine/test_scale.py")
 
 
 def pytest_collection_modifyitems(config, items):
