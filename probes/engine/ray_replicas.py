@@ -14,6 +14,7 @@ driver, so a rerun of the same command after anything worse redoes only what was
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
@@ -217,9 +218,7 @@ class RayExecutor:
 
     def close(self) -> None:
         for r in self.replicas:
-            try:
+            with contextlib.suppress(Exception):   # a replica already gone needs no killing
                 self.ray.kill(r)
-            except Exception:   # noqa: BLE001 - a replica already gone needs no killing
-                pass
         if self.started_here:
             self.ray.shutdown()

@@ -26,7 +26,7 @@ from builders.core.outdir import atomic_folder, stamp
 from builders.core.tables import dumps_json, file_sha256, read_manifest, write_parquet
 from probes.backends import BackendConfig, backend_kind
 from probes.backends.base import Backend, BackendKind, missing
-from probes.engine.checkpoints import Checkpoints, ChunkStats
+from probes.engine.checkpoints import Checkpoints
 from probes.engine.executors import (  # noqa: F401  (_once, fit_to_context: their old home)
     ExecutorConfig,
     ResumableError,
@@ -175,7 +175,7 @@ def _check_needs(method: str, needs: frozenset[str], backend: Backend) -> None:
 
 def run_eval(cfg: EvalConfig, backend_cfg: BackendConfig, plan: Plan, method_cfg,
              dataset_info: dict, *, kinds: Mapping[str, BackendKind], metrics_fn=None,
-             executor: ExecutorConfig = ExecutorConfig()) -> Path | None:
+             executor: ExecutorConfig | None = None) -> Path | None:
     """Execute ``plan`` with the backend of ``backend_cfg`` (loaded by its row of ``kinds``,
     here or on each replica of ``executor``) and write the run folder (with ``--shard``,
     one shard of it: :mod:`probes.engine.shards`)."""
@@ -192,6 +192,7 @@ def run_eval(cfg: EvalConfig, backend_cfg: BackendConfig, plan: Plan, method_cfg
         print(f"{plan.size()} requests in {len(plan.stages)} stage(s); nothing was run "
               f"(--dry-run)")
         return None
+    executor = executor or ExecutorConfig()
     start = time.perf_counter()
     runner = open_executor(executor, kind, backend_cfg, kinds, cfg.progress)
     try:
