@@ -102,8 +102,8 @@ def execute(plan: Plan, executor, checkpoints: Checkpoints, progress: bool,
         checkpoints.begin_stage(stage.key)
         requests = stage.requests
         if stage.build is not None:
-            requests = stage.build(pd.concat(frames, ignore_index=True) if frames
-                                   else pd.DataFrame())
+            # no earlier rows (a shard given none of the first stage): nothing to build from
+            requests = stage.build(pd.concat(frames, ignore_index=True)) if frames else []
             _check_needs(plan.method, Stage(stage.name, stage.kind, requests).capabilities(),
                          executor)
         before = dict(counts)
