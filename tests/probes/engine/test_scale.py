@@ -105,7 +105,8 @@ def test_local_ray_and_merged_shards_agree(ray_cluster, ws, method):
             (ws / local / "outputs.parquet").read_bytes()
     info = json.loads((ws / ray_run / "run.json").read_text())["executor"]
     assert info["kind"] == "ray" and info["replicas"] == 2
-    assert all(r["chunks"] > 0 and r["tokens"] > 0 for r in info["per_replica"])
+    if method == "zp-lke":   # many prefix groups: both replicas get work (MONITOR's few may not)
+        assert all(r["chunks"] > 0 and r["tokens"] > 0 for r in info["per_replica"])
     shards = json.loads((ws / merged / "run.json").read_text())["executor"]
     assert [s["index"] for s in shards["per_shard"]] == [0, 1, 2]
 
