@@ -23,3 +23,11 @@ done
 $PY benchmarks/bench_generate.py --model llama-1b --device cuda --dtype bfloat16 \
   --greedy-prompts 200 --sample-prompts 20 --monitor-facts 200 --batch-size 64 \
   --lm-eval-batch-size 64 "${peer[@]}" --json "$OUT/generate_llama-1b.json"
+# Several GPUs of this machine as Ray replicas (--executor ray), against one GPU, on the same
+# ZP-LKE run (written, not yet run: no multi-GPU session so far).
+ngpu=$($PY -c "import torch; print(torch.cuda.device_count())")
+if [ "$ngpu" -gt 1 ] && $PY -c "import ray" 2>/dev/null; then
+  $PY benchmarks/bench_scale.py --replicas "$ngpu" --gpus-per-replica 1 --device cuda \
+    --relations 41 --facts 100 --choices 100 --layers 24 --width 1024 \
+    --json "$OUT/scale_${ngpu}gpu.json"
+fi

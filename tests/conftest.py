@@ -30,7 +30,8 @@ SLOW_MODULES = ("tests/contract/", "tests/benchmarks/", "tests/evaluators/cli/",
                 "tests/builders/sources/test_dump_ray.py",
                 "tests/builders/publish/test_cards.py", "tests/builders/core/test_provenance.py",
                 "tests/evaluators/exports/test_lm_eval_export.py",
-                "tests/evaluators/exports/test_lm_pub_quiz_export.py")
+                "tests/evaluators/exports/test_lm_pub_quiz_export.py",
+                "tests/probes/engine/test_scale.py")
 
 
 def pytest_collection_modifyitems(config, items):

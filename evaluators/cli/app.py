@@ -40,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     cli_init.register(sub, common)
     from evaluators.cli import export as cli_export
     cli_export.register(sub, common)
+    from evaluators.cli import merge as cli_merge
+    cli_merge.register(sub, common)
     return parser
 
 

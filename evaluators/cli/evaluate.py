@@ -54,6 +54,8 @@ def _eval_flags(p: argparse.ArgumentParser) -> None:
                         "sits beside each validity AUROC (docs/metrics/validity.md). The null "
                         "is a second pass: it about doubles the model time")
     _backend_flags(p)
+    from evaluators.cli.scale_flags import add_scale_flags
+    add_scale_flags(p)
 
 
 def _backend_config(args):
@@ -101,8 +103,9 @@ def run_method(method_name: str, args, method_cfg) -> str:
         notes.extend(metrics.get("notes") or [])
         return metrics
 
+    from evaluators.cli.scale_flags import executor_config
     out = run_eval(cfg, backend_cfg, plan, method_cfg, dataset_info(folder), kinds=KINDS,
-                   metrics_fn=metrics_fn)
+                   metrics_fn=metrics_fn, executor=executor_config(args))
     # what the metrics could not compute, and why: said after the run, not an error
     for note in notes:
         print(f"{method_name}: {note}", file=sys.stderr)

@@ -17,7 +17,7 @@ from builders.core.outdir import out_policy, prepare
 
 # Flags that name something a command reads.
 INPUT_FLAGS = ("facts", "dataset", "path", "templates", "templates_dir", "types", "import_dir",
-               "model", "results", "review_in", "planted", "cache_dir")
+               "model", "results", "review_in", "planted", "cache_dir", "shards")
 # build WHAT -> the dataset kind it writes; ``aliases`` keeps its input's kind (checked when
 # it writes).
 DATASET_KIND = {"facts": "facts", "mc": "mc", "nobel": "nobel", "templates": "templates",
@@ -30,8 +30,8 @@ def target(args: Namespace) -> tuple[str, str, str | None, str] | None:
     command = getattr(args, "command", None)
     if command == "build":
         return args.out, "dataset", DATASET_KIND.get(args.what), "--out"
-    if command in ("eval", "plant", "report"):
-        kind = {"eval": "run", "plant": "model", "report": "report"}[command]
+    if command in ("eval", "plant", "report", "merge"):
+        kind = {"eval": "run", "plant": "model", "report": "report", "merge": "run"}[command]
         return args.out, kind, None, "--out"
     if command == "export":
         return args.out, "export", None, "OUT"

@@ -26,8 +26,17 @@ from builders.core.outdir import atomic_folder, stamp
 from builders.core.tables import dumps_json, file_sha256, read_manifest, write_parquet
 from probes.backends import BackendConfig, backend_kind
 from probes.backends.base import Backend, BackendKind, missing
-from probes.engine.checkpoints import Checkpoints, ChunkStats
-from probes.engine.outputs import generate_rows, mask_rows, request_text, score_rows
+from probes.engine.checkpoints import Checkpoints
+from probes.engine.executors import (  # noqa: F401  (_once, fit_to_context: their old home)
+    ExecutorConfig,
+    ResumableError,
+    _once,
+    fit_to_context,
+    open_executor,
+)
+from probes.engine.outputs import request_text
+from probes.engine.partition import assign, partitions
+from probes.engine.shards import write_shard
 from probes.plan import Plan, Stage
 from probes.requests import prompt_id
 from probes.subject_blind import COLUMN as BLIND
@@ -45,24 +54,6 @@ class EvalConfig:
     dry_run: bool = False
     progress: bool = True
     too_long: str = "error"         # error | skip | truncate: prompts longer than the model's context
-
-
-def fit_to_context(requests: list, backend: Backend, policy: str, shorten, counts: dict) -> list:
-    """Apply the --too-long policy to requests longer than the model's context."""
-    limit = backend.max_length
-    if limit is None or policy == "error":
-        return requests  # the backend raises a clear error on the first one
-    out = []
-    for r in requests:
-        while r is not None and backend.request_tokens(r) > limit:
-            r = shorten(r) if policy == "truncate" and shorten else None
-            if r is not None:
-                counts["truncated_examples"] = counts.get("truncated_examples", 0) + 1
-        if r is None:
-            counts["skipped_too_long"] = counts.get("skipped_too_long", 0) + 1
-        else:
-            out.append(r)
-    return out
 
 
 def _versions() -> dict:
@@ -85,38 +76,25 @@ def _chunks(requests: list) -> list[list]:
     return out
 
 
-def _once(call, chunk: list, bar) -> list:
-    """``call`` on the distinct requests of ``chunk`` (equal in all the model sees; sampled
-    generations stay apart), one result per request of ``chunk``. A batch's numbers depend
-    on its make-up in the last float bits: a question asked twice in a chunk (the
-    subject-blind null asks one per fact) must get one answer, or that noise decides its
-    ties."""
-    keys = [i if getattr(r, "samples", 0) else r for i, r in enumerate(chunk)]
-    first: dict = {}
-    for k, r in zip(keys, chunk):
-        first.setdefault(k, r)
-    if len(first) == len(chunk):
-        return call(chunk, progress=bar)
-    got = dict(zip(first, call(list(first.values()), progress=bar)))
-    if bar is not None:
-        bar.update(len(chunk) - len(first))
-    return [got[k] for k in keys]
+def _mine(executor, chunks: list[list], shard: tuple[int, int] | None) -> list[int]:
+    """The chunk indices this process computes: all, or shard I's partitions of N."""
+    if shard is None:
+        return list(range(len(chunks)))
+    index, count = shard
+    parts = partitions([getattr(c[0], "group", "") for c in chunks])
+    costs = executor.costs([[r for i in part for r in chunks[i]] for part in parts])
+    bins = assign(costs, count)
+    return sorted(i for part, b in zip(parts, bins) if b == index for i in part)
 
 
-def _run_chunk(backend, stage: Stage, chunk: list, bar) -> list[dict]:
-    if stage.kind == "score":
-        return score_rows(stage.name, chunk, _once(backend.score, chunk, bar))
-    if stage.kind == "generate":
-        return generate_rows(stage.name, chunk, _once(backend.generate, chunk, bar))
-    if stage.kind == "fill_mask":
-        return mask_rows(stage.name, chunk, _once(backend.fill_mask, chunk, bar))
-    raise ValueError(stage.kind)
-
-
-def execute(plan: Plan, backend: Backend, checkpoints: Checkpoints, progress: bool,
-            too_long: str = "error", counts: dict | None = None
+def execute(plan: Plan, executor, checkpoints: Checkpoints, progress: bool,
+            too_long: str = "error", counts: dict | None = None,
+            shard: tuple[int, int] | None = None, record: dict | None = None
             ) -> tuple[pd.DataFrame, dict]:
-    """Run every stage, resuming from ``checkpoints``; returns (outputs, prompts)."""
+    """Run every stage, resuming from ``checkpoints``; returns (outputs, prompts). ``shard``
+    (I, N): only shard I's partitions of the stages known in advance; a stage built from
+    earlier outputs (MONITOR's) is built from this shard's own rows. ``record`` receives,
+    per stage, its chunk files and --too-long counts (what ``factprobe merge`` needs)."""
     counts = {} if counts is None else counts
     frames: list[pd.DataFrame] = []
     prompts: dict[str, str] = {}
@@ -124,32 +102,39 @@ def execute(plan: Plan, backend: Backend, checkpoints: Checkpoints, progress: bo
         checkpoints.begin_stage(stage.key)
         requests = stage.requests
         if stage.build is not None:
-            requests = stage.build(pd.concat(frames, ignore_index=True) if frames
-                                   else pd.DataFrame())
+            # no earlier rows (a shard given none of the first stage): nothing to build from
+            requests = stage.build(pd.concat(frames, ignore_index=True)) if frames else []
             _check_needs(plan.method, Stage(stage.name, stage.kind, requests).capabilities(),
-                         backend)
-        requests = fit_to_context(requests, backend, too_long, plan.shorten, counts)
+                         executor)
+        before = dict(counts)
+        requests = executor.fit(requests, too_long, plan.shorten, counts)
         for r in requests:
             text = request_text(r)
             prompts[prompt_id(text)] = text
+        chunks = _chunks(requests)
+        paths = [checkpoints.path(stage.key, i, c) for i, c in enumerate(chunks)]
+        mine = _mine(executor, chunks, None if stage.build is not None else shard)
+        done: dict[int, pd.DataFrame] = {}
         # Bars only on a terminal: piped or logged, stderr stays the one line of an error.
-        with tqdm(total=len(requests), desc=f"{plan.method} {stage.key}", unit="req",
-                  disable=not progress or not sys.stderr.isatty()) as bar:
-            for i, chunk in enumerate(_chunks(requests)):
-                path = checkpoints.path(stage.key, i, chunk)
-                frame = checkpoints.load(stage.key, path)
+        with tqdm(total=sum(len(chunks[i]) for i in mine), desc=f"{plan.method} {stage.key}",
+                  unit="req", disable=not progress or not sys.stderr.isatty()) as bar:
+            todo = []
+            for i in mine:
+                frame = checkpoints.load(stage.key, paths[i])
                 if frame is None:
-                    before = backend.usage()
-                    start = time.perf_counter()
-                    rows = _run_chunk(backend, stage, chunk, bar)
-                    after = backend.usage()
-                    stats = ChunkStats(after.computed - before.computed,
-                                       after.full_sequence - before.full_sequence,
-                                       round(time.perf_counter() - start, 3))
-                    frame = checkpoints.save(stage.key, path, rows, stats)
+                    todo.append((i, chunks[i]))
                 else:
-                    bar.update(len(chunk))
-                frames.append(frame)
+                    done[i] = frame
+                    bar.update(len(chunks[i]))
+            for i, rows, stats in executor.run(stage.name, stage.kind, todo, bar):
+                done[i] = checkpoints.save(stage.key, paths[i], rows, stats)
+        frames.extend(done[i] for i in mine)
+        if record is not None:
+            record[stage.key] = {
+                "built": stage.build is not None,
+                "chunks": [paths[i].name for i in mine],
+                "too_long": {k: counts.get(k, 0) - before.get(k, 0) for k in counts
+                             if counts.get(k, 0) != before.get(k, 0)}}
     outputs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return outputs, prompts
 
@@ -189,10 +174,11 @@ def _check_needs(method: str, needs: frozenset[str], backend: Backend) -> None:
 
 
 def run_eval(cfg: EvalConfig, backend_cfg: BackendConfig, plan: Plan, method_cfg,
-             dataset_info: dict, *, kinds: Mapping[str, BackendKind], metrics_fn=None
-             ) -> Path | None:
-    """Execute ``plan`` with the backend of ``backend_cfg`` (loaded by its row of ``kinds``)
-    and write the run folder."""
+             dataset_info: dict, *, kinds: Mapping[str, BackendKind], metrics_fn=None,
+             executor: ExecutorConfig | None = None) -> Path | None:
+    """Execute ``plan`` with the backend of ``backend_cfg`` (loaded by its row of ``kinds``,
+    here or on each replica of ``executor``) and write the run folder (with ``--shard``,
+    one shard of it: :mod:`probes.engine.shards`)."""
     if plan.size() == 0:
         # Loading a model only to find there is nothing to ask it costs minutes for nothing.
         raise UserError(f"nothing to evaluate: {plan.empty_reason()}")
@@ -206,22 +192,34 @@ def run_eval(cfg: EvalConfig, backend_cfg: BackendConfig, plan: Plan, method_cfg
         print(f"{plan.size()} requests in {len(plan.stages)} stage(s); nothing was run "
               f"(--dry-run)")
         return None
+    executor = executor or ExecutorConfig()
     start = time.perf_counter()
-    backend = kind.load(backend_cfg)
+    runner = open_executor(executor, kind, backend_cfg, kinds, cfg.progress)
+    try:
+        return _run(cfg, plan, method_cfg, dataset_info, metrics_fn, executor, runner, start)
+    finally:
+        runner.close()
+
+
+def _run(cfg: EvalConfig, plan: Plan, method_cfg, dataset_info: dict, metrics_fn,
+         executor: ExecutorConfig, runner, start: float) -> Path:
     out = Path(cfg.out)
-    checkpoints = Checkpoints(checkpoint_folder(out), backend.identity(), start)
+    checkpoints = Checkpoints(checkpoint_folder(out), runner.identity(), start)
     why = checkpoints.open()
     if why:
         print(f"factprobe: {why}; starting over", file=sys.stderr)
     counts: dict = {}
+    record: dict = {}
     try:
-        outputs, prompts = execute(plan, backend, checkpoints, cfg.progress, cfg.too_long,
-                                   counts)
-        metrics = metrics_fn(outputs) if metrics_fn is not None else {}
+        outputs, prompts = execute(plan, runner, checkpoints, cfg.progress, cfg.too_long,
+                                   counts, executor.shard, record)
+        metrics = metrics_fn(outputs) if metrics_fn is not None and not executor.shard else {}
+    except ResumableError:
+        raise                      # the finished chunks stay for the next run
     except UserError:
         checkpoints.abandon()
         raise
-    described = backend.describe()
+    described = runner.describe()
     run = {
         "method": plan.method,
         "method_config": _config_dict(method_cfg),
@@ -234,9 +232,13 @@ def run_eval(cfg: EvalConfig, backend_cfg: BackendConfig, plan: Plan, method_cfg
         "timings_s": checkpoints.timings(),
         "tokens": checkpoints.tokens(),
         "sessions": checkpoints.session_info(),
+        "executor": runner.info(),
         "rows": len(outputs),
     }
-    write_run(out, outputs, prompts, run, metrics)
+    if executor.shard:
+        write_shard(out, run, prompts, record, checkpoints.folder, executor.shard)
+    else:
+        write_run(out, outputs, prompts, run, metrics)
     checkpoints.remove()
     return out
 

@@ -1,0 +1,30 @@
+"""``factprobe merge SHARD... --out RUN``: the shards of ``factprobe eval --shard I/N`` made
+into the run one process would have written (:mod:`probes.engine.shards`)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def run_merge(args) -> str:
+    from evaluators.methods import method
+    from probes.engine.runner import write_run
+    from probes.engine.shards import merge_shards
+    from probes.planting.plant import load_planted
+    outputs, prompts, run = merge_shards([Path(s) for s in args.shards])
+    out = Path(args.out)
+    run["eval"] = run["eval"] | {"out": out.name}
+    spec = method(run["method"], f"{args.shards[0]}/run.json")
+    model = (run.get("backend") or {}).get("model") or ""
+    planted = load_planted(model) if model and Path(model).is_dir() else None
+    # the method's config as run.json holds it, as `factprobe report` reads it
+    metrics = spec.metrics.checked_compute(outputs, planted, run["method_config"])
+    write_run(out, outputs, prompts, run, metrics)
+    return f"wrote {out} from {len(args.shards)} shard(s)"
+
+
+def register(subparsers, common) -> None:
+    p = subparsers.add_parser("merge", parents=[common],
+                              help="combine the shards of 'factprobe eval --shard I/N'")
+    p.add_argument("shards", nargs="+", help="the shard folders (all N of one command)")
+    p.add_argument("--out", required=True, help="run folder to write")
+    p.set_defaults(run=run_merge)

@@ -1,0 +1,136 @@
+"""Who computes a run's chunks: this process (``local``) or replicas on a Ray cluster (``ray``,
+:mod:`probes.engine.ray_replicas`), chosen once at the edge (``--executor``).
+
+The runner (:mod:`probes.engine.runner`) keeps everything that decides *what* is computed:
+stages, chunks, checkpoints, the order of the outputs. An executor only computes the chunks it
+is handed and says what that cost; so a run's rows are the same whichever executor ran it.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from builders.core.errors import UserError
+from probes.backends.base import Backend, BackendKind
+from probes.backends.config import BackendConfig
+from probes.engine.checkpoints import ChunkStats
+from probes.engine.outputs import generate_rows, mask_rows, score_rows
+from probes.engine.partition import chunk_tokens, token_counter
+
+
+@dataclass(frozen=True)
+class ExecutorConfig:
+    """``--executor`` and its flags; ``shard``: (I, N) of ``--shard I/N`` (local only)."""
+    kind: str = "local"
+    address: str | None = None
+    replicas: int = 1
+    gpus_per_replica: float = 0.0
+    cpus_per_replica: float = 1.0
+    shard: tuple[int, int] | None = None
+
+
+def _once(call, chunk: list, bar) -> list:
+    """``call`` on the distinct requests of ``chunk`` (equal in all the model sees; sampled
+    generations stay apart), one result per request of ``chunk``. A batch's numbers depend
+    on its make-up in the last float bits: a question asked twice in a chunk (the
+    subject-blind null asks one per fact) must get one answer, or that noise decides its
+    ties."""
+    keys = [i if getattr(r, "samples", 0) else r for i, r in enumerate(chunk)]
+    first: dict = {}
+    for k, r in zip(keys, chunk):
+        first.setdefault(k, r)
+    if len(first) == len(chunk):
+        return call(chunk, progress=bar)
+    got = dict(zip(first, call(list(first.values()), progress=bar)))
+    if bar is not None:
+        bar.update(len(chunk) - len(first))
+    return [got[k] for k in keys]
+
+
+def run_chunk(backend, stage_name: str, kind: str, chunk: list, bar) -> list[dict]:
+    if kind == "score":
+        return score_rows(stage_name, chunk, _once(backend.score, chunk, bar))
+    if kind == "generate":
+        return generate_rows(stage_name, chunk, _once(backend.generate, chunk, bar))
+    if kind == "fill_mask":
+        return mask_rows(stage_name, chunk, _once(backend.fill_mask, chunk, bar))
+    raise ValueError(kind)
+
+
+def timed_chunk(backend, stage_name: str, kind: str, chunk: list, bar
+                ) -> tuple[list[dict], ChunkStats]:
+    """A chunk's rows and what computing them cost (tokens from the backend's counters)."""
+    before = backend.usage()
+    start = time.perf_counter()
+    rows = run_chunk(backend, stage_name, kind, chunk, bar)
+    after = backend.usage()
+    return rows, ChunkStats(after.computed - before.computed,
+                            after.full_sequence - before.full_sequence,
+                            round(time.perf_counter() - start, 3))
+
+
+def fit_to_context(requests: list, backend: Backend, policy: str, shorten, counts: dict) -> list:
+    """Apply the --too-long policy to requests longer than the model's context."""
+    limit = backend.max_length
+    if limit is None or policy == "error":
+        return requests  # the backend raises a clear error on the first one
+    out = []
+    for r in requests:
+        while r is not None and backend.request_tokens(r) > limit:
+            r = shorten(r) if policy == "truncate" and shorten else None
+            if r is not None:
+                counts["truncated_examples"] = counts.get("truncated_examples", 0) + 1
+        if r is None:
+            counts["skipped_too_long"] = counts.get("skipped_too_long", 0) + 1
+        else:
+            out.append(r)
+    return out
+
+
+class LocalExecutor:
+    """Every chunk in this process, in order, with the backend loaded here."""
+
+    def __init__(self, backend: Backend):
+        self.backend = backend
+        self.capabilities = backend.capabilities
+        self._count = None
+
+    def identity(self) -> dict:
+        return self.backend.identity()
+
+    def describe(self) -> dict:
+        return self.backend.describe()
+
+    def fit(self, requests: list, policy: str, shorten, counts: dict) -> list:
+        return fit_to_context(requests, self.backend, policy, shorten, counts)
+
+    def costs(self, chunks: Sequence[list]) -> list[int]:
+        self._count = self._count or token_counter(self.backend)
+        return [chunk_tokens(c, self._count) for c in chunks]
+
+    def run(self, stage_name: str, kind: str, jobs: list[tuple[int, list]], bar
+            ) -> Iterator[tuple[int, list[dict], ChunkStats]]:
+        for i, chunk in jobs:
+            rows, stats = timed_chunk(self.backend, stage_name, kind, chunk, bar)
+            yield i, rows, stats
+
+    def info(self) -> dict:
+        return {"kind": "local", "replicas": 1}
+
+    def close(self) -> None:
+        pass
+
+
+class ResumableError(UserError):
+    """A failure that leaves the finished chunks worth keeping (a replica that kept dying):
+    the same command resumes from them."""
+
+
+def open_executor(cfg: ExecutorConfig, kind: BackendKind, backend_cfg: BackendConfig,
+                  kinds: Mapping[str, BackendKind], progress: bool):
+    """The executor ``cfg`` names, its model(s) loaded. Ray is imported only here, when asked."""
+    if cfg.kind == "ray":
+        from probes.engine.ray_replicas import RayExecutor
+        return RayExecutor(cfg, kind, backend_cfg, progress)
+    return LocalExecutor(kind.load(backend_cfg))
