@@ -94,6 +94,7 @@ class LocalExecutor:
     def __init__(self, backend: Backend):
         self.backend = backend
         self.capabilities = backend.capabilities
+        self.backend_name = type(backend).__name__
         self._count = None
 
     def identity(self) -> dict:

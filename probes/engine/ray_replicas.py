@@ -70,7 +70,7 @@ class Replica:
         if self.error:
             return {"error": self.error}
         b = self.backend
-        return {"identity": b.identity(), "describe": b.describe(),
+        return {"identity": b.identity(), "describe": b.describe(), "class": type(b).__name__,
                 "capabilities": sorted(b.capabilities), "max_length": b.max_length}
 
     def fit(self, requests: list, policy: str, shorten) -> tuple[list, dict]:
@@ -138,6 +138,7 @@ class RayExecutor:
                                 f"install the same versions and files on every node")
         self._info = first
         self.capabilities = frozenset(first["capabilities"])
+        self.backend_name = first["class"]
         self.max_length = first["max_length"]
         self.per_replica = [{"tokens": 0, "seconds": 0.0, "chunks": 0} for _ in infos]
 

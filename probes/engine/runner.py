@@ -166,9 +166,9 @@ def checkpoint_folder(out: Path) -> Path:
     return out.with_name(f".{out.name}.partial")
 
 
-def _check_needs(method: str, needs: frozenset[str], backend: Backend) -> None:
+def _check_needs(method: str, needs: frozenset[str], executor) -> None:
     """A ``build`` stage's requests are known only now: the backend must still suit them."""
-    why = missing(needs, type(backend).__name__, backend.capabilities)
+    why = missing(needs, executor.backend_name, executor.capabilities)
     if why:
         raise UserError(f"{method}: {why}")
 
