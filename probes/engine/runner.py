@@ -25,7 +25,7 @@ from builders.core.errors import UserError
 from builders.core.outdir import atomic_folder, stamp
 from builders.core.tables import dumps_json, file_sha256, read_manifest, write_parquet
 from probes.backends import BackendConfig, backend_kind
-from probes.backends.base import Backend, BackendKind, missing
+from probes.backends.base import BackendKind, missing
 from probes.engine.checkpoints import Checkpoints
 from probes.engine.executors import (  # noqa: F401  (_once, fit_to_context: their old home)
     ExecutorConfig,
