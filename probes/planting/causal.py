@@ -43,7 +43,7 @@ def run_epochs(model, step_batches, checks_acc, cfg, desc: str) -> dict:
                 break
     model.eval()
     converged = bool(accuracy and accuracy[-1] >= cfg.target_accuracy)
-    if not converged:
+    if not converged and not fixed:  # --epochs N asked for exactly N: planted.json says it
         print(f"factprobe plant: warning: the planted facts were not learned: teacher-forced "
               f"accuracy {accuracy[-1] if accuracy else 0:.3f} < --target-accuracy "
               f"{cfg.target_accuracy} after {epochs_run} epochs; raise --max-epochs or --lr",

@@ -105,9 +105,10 @@ def test_plant_writes_a_model_and_its_halves(mc_dir, tmp_path, masked):
     assert held and held <= test_ids and not planted & held
     assert planted | held == set(facts["fact_id"])
     assert meta["config"]["epochs"] == 1 and meta["config"]["masked"] is masked
-    # one epoch of a 1-layer model learns nothing: the run says so, in planted.json and stderr
+    # one epoch of a 1-layer model learns nothing: planted.json says so (no warning: --epochs
+    # asked for exactly one; the stopping rule's cap warns, tests/probes/planting)
     assert meta["epochs_run"] == 1 and meta["converged"] is False
-    assert "not learned" in proc.stderr and len(meta["planted_accuracy"]) == 1
+    assert len(meta["planted_accuracy"]) == 1
     assert set(meta["frames"]["partial_facts"]) <= planted - (set(facts["fact_id"]) - test_ids)
     assert [p.name for p in tmp_path.iterdir()] == ["planted"]     # no temporary folder left
     from probes.backends import BackendConfig

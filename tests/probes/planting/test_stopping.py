@@ -50,10 +50,13 @@ def test_says_when_the_cap_is_reached_unlearned(capsys):
     assert "not learned" in err and "0.900 < --target-accuracy 0.95" in err
 
 
-def test_a_fixed_epoch_count_runs_past_the_target():
+def test_a_fixed_epoch_count_runs_past_the_target_and_does_not_warn(capsys):
     model, steps, acc = fake_training([0.99, 0.99, 0.99, 0.99])
     log = run_epochs(model, steps, acc, Cfg(epochs=4), "t")
     assert (log["epochs_run"], log["converged"]) == (4, True)
+    model, steps, acc = fake_training([0.1, 0.2])
+    log = run_epochs(model, steps, acc, Cfg(epochs=2), "t")
+    assert log["converged"] is False and capsys.readouterr().err == ""
 
 
 def test_checks_ask_planted_facts_in_their_taught_frames():
