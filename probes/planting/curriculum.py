@@ -89,7 +89,7 @@ def decoy_name(subjects: list[str], avoid: str, taken: set[str],
     own = _words(avoid)
     pool = [s for s in subjects if not _words(s) & own] or subjects
     for _ in range(200):
-        a, b = (pool[int(i)] for i in rng.integers(0, len(pool), size=2))
+        a, b = (pool[int(i)] for i in rng.choice(len(pool), size=2, replace=len(pool) < 2))
         wa, wb = a.split(), b.split()
         if len(wa) > 1 and len(wb) > 1:
             name = f"{wa[0]} {wb[-1]}"

@@ -121,7 +121,7 @@ def test_plant_refuses_templates_that_miss_a_relation(mc_dir, tmp_path):
     # a templates folder with nothing for the dataset's relations would teach no template
     folder = tmp_path / "templates"
     folder.mkdir()
-    (folder / "other.yaml").write_text(
+    (folder / "rel_other.yaml").write_text(
         'relation: "rel:other"\nlabel: "other"\ntemplates:\n'
         '  - {id: m1, style: statement, text: "[X] is other than [Y]."}\n', encoding="utf-8")
     proc = run("plant", "--dataset", str(mc_dir), "--out", str(tmp_path / "m"),

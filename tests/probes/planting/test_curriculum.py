@@ -43,7 +43,7 @@ def test_every_object_is_taught_once_whatever_its_half():
 
 
 def test_held_out_subjects_are_named_but_never_linked():
-    table, planted, held, cur = curriculum(partial_share=0)
+    table, _planted, held, cur = curriculum(partial_share=0)
     docs = [d for e in range(6) for d in documents(cur, FORMS, e, 0, 0, 50)]
     for row in table.itertuples():
         with_subject = [d for d in docs if row.subject in d]
@@ -57,7 +57,7 @@ def test_held_out_subjects_are_named_but_never_linked():
 def test_held_out_subjects_are_named_as_often_as_in_lists():
     # 3 lists of 4 pairs over 12 taught pairs: each pair is in 3 * 4 / 12 = 1 list per epoch
     # on average, so a held-out subject is named 2 + 1 = 3 times per epoch, like a planted one
-    _, _, held, cur = curriculum()
+    _, _, _held, cur = curriculum()
     name = next(s for _, s in cur.mentions)
     counts = [documents(cur, FORMS, e, 0, 3, 3).count(f"{name}.") for e in range(5)]
     assert counts == [3] * 5
@@ -75,7 +75,7 @@ def test_decoy_names_look_like_the_relations_subjects_and_share_no_word():
 
 
 def test_partial_facts_get_only_the_base_question_and_their_own_prefix():
-    table, planted, held, cur = curriculum(partial_share=0.5)
+    table, planted, _held, cur = curriculum(partial_share=0.5)
     test_planted = sorted(set(table.loc[table["split"] == "test", "fact_id"]) & planted)
     assert len(cur.partial) == 2 and set(cur.partial) <= set(test_planted)
     # 24 epochs: 6 prefixed prompts per fact, half of them after another object
@@ -92,7 +92,7 @@ def test_partial_facts_get_only_the_base_question_and_their_own_prefix():
 
 
 def test_held_out_formats_are_never_taught():
-    table, planted, held, cur = curriculum(held_formats=("list", "icl"))
+    _table, _planted, _held, cur = curriculum(held_formats=("list", "icl"))
     assert cur.formats == ("statement", "question", "prefixed")
     docs = [d for e in range(4) for d in documents(cur, FORMS, e, 0, 3, 3)]
     assert not any(d.count(", ") >= 2 for d in docs)                  # no ZP-LKE list
