@@ -27,6 +27,15 @@ class Stage:
     # Capabilities a ``build`` stage's requests will need beyond ``kind`` (its requests are
     # not known before running, so they cannot tell): "token_ids", "watch".
     needs: frozenset[str] = frozenset()
+    # What the checkpoint files and run.json's timings call the stage (default: its name). A
+    # second pass over the same stages (the subject-blind null, probes/subject_blind.py)
+    # keeps its rows' stage names, so the metrics read it as they read the first, but is
+    # timed and checkpointed apart.
+    label: str = ""
+
+    @property
+    def key(self) -> str:
+        return self.label or self.name
 
     def capabilities(self) -> frozenset[str]:
         """What this stage asks of a backend: its kind, what it declares, and what its known

@@ -100,6 +100,9 @@ class Masked:
     top_tokens: list[str]
     top_probs: list[float]
     candidate_probs: list[float]
+    # each candidate's token as the vocabulary writes it at the mask ("Paris", "ĠParis",
+    # "▁Paris"), None where it is not one token: what top_tokens[0] is compared with
+    candidate_tokens: list[str | None] = field(default_factory=list)
 
 
 def request_needs(request) -> frozenset[str]:

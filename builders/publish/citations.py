@@ -1,6 +1,6 @@
 """BibTeX for the three papers whose datasets and methods factprobe implements, and for factprobe.
 
-Written by hand from the papers' own texts (``shared/seeds/``), with only the fields those texts
+Written by hand from the papers' own texts (their arXiv versions), with only the fields those texts
 state: a field missing here (a year, a venue) is one the text we had did not confirm, and a
 guessed field in a published card is worse than an absent one.
 """

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from builders.core.argtypes import positive, relation_list
 from builders.core.errors import UserError
@@ -27,7 +28,10 @@ def _backend_flags(p: argparse.ArgumentParser) -> None:
                    help="rows per forward pass (halved automatically on out-of-memory)")
     g.add_argument("--trust-remote-code", action="store_true",
                    help="run code shipped with the model (off unless asked)")
-    g.add_argument("--add-bos", action="store_true", help="prepend the BOS token to prompts")
+    g.add_argument("--add-bos", action=argparse.BooleanOptionalAction, default=None,
+                   help="prepend the BOS token to every prompt, or never (--no-add-bos); "
+                   "default: as the tokenizer does (Llama-family yes, GPT-2/Pythia no), which "
+                   "is what vLLM sends; run.json records the choice")
     g.add_argument("--no-prefix-cache", action="store_true",
                    help="compute every sequence in full (slower; for checking)")
 
@@ -43,6 +47,12 @@ def _eval_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--too-long", choices=("error", "skip", "truncate"), default="error",
                    help="prompts longer than the model's context: stop with an error, skip and "
                         "count them, or drop leading in-context examples until they fit")
+    p.add_argument("--no-subject-blind", dest="subject_blind", action="store_false",
+                   help="on a planted model (planted.json beside it), skip the subject-blind "
+                        "null: the same probe asked again with every planted and held-out "
+                        "test subject replaced by one made-up name, whose validity AUROC "
+                        "sits beside each validity AUROC (docs/metrics/validity.md). The null "
+                        "is a second pass: it about doubles the model time")
     _backend_flags(p)
 
 
@@ -80,9 +90,26 @@ def run_method(method_name: str, args, method_cfg) -> str:
                      progress=not args.quiet, too_long=args.too_long)
     plan = method.probe.plan(tables, method_cfg)
     planted = load_planted(args.model)
+    if planted is not None and args.subject_blind:
+        from probes.subject_blind import with_null_pass
+        plan = with_null_pass(plan, tables, planted,
+                              lambda blind: method.probe.plan(blind, method_cfg))
+    notes: list[str] = []
+
+    def metrics_fn(outputs):
+        metrics = method.metrics.checked_compute(outputs, planted, method_cfg)
+        notes.extend(metrics.get("notes") or [])
+        return metrics
+
     out = run_eval(cfg, backend_cfg, plan, method_cfg, dataset_info(folder), kinds=KINDS,
-                   metrics_fn=lambda outputs: method.metrics.compute(outputs, planted,
-                                                                     method_cfg))
+                   metrics_fn=metrics_fn)
+    # what the metrics could not compute, and why: said after the run, not an error
+    for note in notes:
+        print(f"{method_name}: {note}", file=sys.stderr)
+    null = plan.info.get("subject_blind")
+    if out is None and null:                 # --dry-run: its count included the null pass
+        return (f"of which {sum(null['requests_per_stage'].values())} ask about the "
+                f"subject-blind null ({null['facts']} facts); --no-subject-blind skips them")
     return f"wrote {out}" if out else ""
 
 

@@ -1,4 +1,4 @@
-"""BELIEF metrics (Zhao et al., Sec. 2, 6, 7), shared by BELIEF-ICL: Acc@1 with its
+"""BELIEF metrics (Zhao et al., Sec. 2, 5.4, 7), shared by BELIEF-ICL: Acc@1 with its
 fluctuation, Consist, Overconf with the calibration curve, bias level, Average / Maximum /
 Oracle coverage and the knowledge sharing rate.
 
@@ -15,18 +15,63 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from evaluators.metrics.stats import BLOCK, _interval, rnd, stratum_seed, summarise
+from evaluators.metrics.coverage import coverage, covered_units, sharing_rate
+from evaluators.metrics.stats import rnd, summarise
 from evaluators.metrics.text import normalise
 
 
-def mask_correct(top_token: str, gold_names) -> bool:
-    """A masked LM's top-1 token is correct if it is one of the gold names (normalised).
+# How a top-1 token is compared with the gold: "exact" (the paper, Sec. 2.1: the predicted
+# token is one of the gold tokens) or "normalised" (lower-cased, punctuation and the
+# tokenizer's word-start mark dropped: "ĠParis" and "paris" both name "Paris").
+MATCHES = ("exact", "normalised")
+_WORD_START = ("Ġ", "▁")     # byte-level BPE and SentencePiece marks of a preceding space
 
-    >>> mask_correct("Paris", ["Paris", "City of Light"]), mask_correct("##is", ["Paris"])
-    (True, False)
+
+def bare(token: str) -> str:
+    """A token without its word-start mark.
+
+    >>> bare("ĠParis"), bare("▁Paris"), bare("##is")
+    ('Paris', 'Paris', '##is')
     """
-    t = normalise(top_token)
-    return bool(t) and any(t == normalise(g) for g in gold_names)
+    token = str(token)
+    return token[1:] if token[:1] in _WORD_START else token
+
+
+def gold_tokens(gold_names, candidate_probs, candidate_tokens=None) -> list[str]:
+    """The gold's tokens at the mask: the backend's ``candidate_tokens`` where the outputs
+    have them, else (outputs written before that column existed) the gold names the backend
+    found to be one token (a probability, not NaN).
+
+    >>> gold_tokens(["Paris", "City of Light"], [0.5, float("nan")], ["ĠParis", None])
+    ['ĠParis']
+    >>> gold_tokens(["Paris", "City of Light"], [0.5, float("nan")])
+    ['Paris']
+    """
+    if candidate_tokens is not None and len(candidate_tokens) == len(gold_names):
+        return [str(t) for t in candidate_tokens if isinstance(t, str)]
+    return [str(g) for g, p in zip(gold_names, candidate_probs) if not math.isnan(float(p))]
+
+
+def mask_correct(top_token: str, golds, *, match: str = "exact", gold_names=()) -> bool:
+    """Whether a masked LM's top-1 token names the gold. ``exact`` (the paper): the token is
+    one of the gold's tokens ``golds``; ``normalised``: the token without its word-start mark,
+    normalised, equals a normalised gold token or gold name.
+
+    >>> mask_correct("ĠParis", ["ĠParis"]), mask_correct("Ġparis", ["ĠParis"])
+    (True, False)
+    >>> mask_correct("Ġparis", ["ĠParis"], match="normalised")
+    True
+    >>> mask_correct("##is", ["Paris"], match="normalised", gold_names=["Paris", "is"])
+    False
+    """
+    top = str(top_token)
+    if not top:
+        return False
+    if match == "exact":
+        return top in set(golds)
+    t = normalise(bare(top))
+    return bool(t) and not top.startswith("##") and \
+        t in {normalise(bare(g)) for g in [*golds, *gold_names]} - {""}
 
 
 def answerable(candidate_probs) -> bool:
@@ -38,38 +83,72 @@ def answerable(candidate_probs) -> bool:
     return any(not math.isnan(p) for p in np.asarray(candidate_probs, dtype=float))
 
 
-def belief_rows(outputs: pd.DataFrame) -> pd.DataFrame:
-    """The ``prompts`` rows of a BELIEF run whose pair has a single-token gold name, with
-    ``prediction`` (the top-1 token), ``confidence`` (its probability), ``correct`` and
-    ``gold_prob`` (the summed probability of the pair's single-token gold names).
+def belief_rows(outputs: pd.DataFrame, *, match: str = "exact") -> pd.DataFrame:
+    """The ``prompts`` rows of a BELIEF run with a single-token gold name, with
+    ``prediction`` (the top-1 token), ``confidence`` (its probability), ``correct`` (see
+    :func:`mask_correct`) and ``gold_prob`` (the summed probability of the single-token gold
+    names).
 
-    >>> out = pd.DataFrame({"stage": ["prompts"] * 2, "relation_id": ["r"] * 2,
-    ...     "fact_id": ["a", "b"], "template_id": ["t"] * 2, "gold_names": [["Paris"], ["Oslo"]],
-    ...     "top_tokens": [["Paris", "Rome"], ["Bergen"]], "top_probs": [[0.6, 0.3], [0.5]],
-    ...     "candidate_probs": [[0.6], [float("nan")]]})
+    >>> out = pd.DataFrame({"stage": ["prompts"] * 3, "relation_id": ["r"] * 3,
+    ...     "fact_id": ["a", "b", "c"], "template_id": ["t"] * 3,
+    ...     "gold_names": [["Paris"], ["Oslo"], ["Rome"]],
+    ...     "top_tokens": [["ĠParis", "ĠRome"], ["ĠBergen"], ["Ġrome"]],
+    ...     "top_probs": [[0.6, 0.3], [0.5], [0.4]],
+    ...     "candidate_probs": [[0.6], [float("nan")], [0.2]],
+    ...     "candidate_tokens": [["ĠParis"], [None], ["ĠRome"]]})
     >>> cols = ["fact_id", "prediction", "confidence", "correct", "gold_prob"]
-    >>> belief_rows(out)[cols].to_dict("records")
-    [{'fact_id': 'a', 'prediction': 'Paris', 'confidence': 0.6, 'correct': 1.0, 'gold_prob': 0.6}]
+    >>> belief_rows(out)[cols].to_dict("records")  # doctest: +NORMALIZE_WHITESPACE
+    [{'fact_id': 'a', 'prediction': 'ĠParis', 'confidence': 0.6, 'correct': 1.0, 'gold_prob': 0.6},
+     {'fact_id': 'c', 'prediction': 'Ġrome', 'confidence': 0.4, 'correct': 0.0, 'gold_prob': 0.2}]
+    >>> belief_rows(out, match="normalised")["correct"].tolist()
+    [1.0, 1.0]
     """
+    if match not in MATCHES:
+        from builders.core.errors import UserError
+        raise UserError(f"match {match!r}: choose {' or '.join(MATCHES)}")
     rows = outputs[outputs["stage"] == "prompts"]
     cands = [np.asarray(c, dtype=float) for c in rows["candidate_probs"]]
     ok = np.array([bool((~np.isnan(c)).any()) for c in cands], dtype=bool)
     rows = rows[ok]
     cands = [c for c, k in zip(cands, ok) if k]
-    gold_norm = {}
-    correct = []
-    preds = []
-    for toks, golds in zip(rows["top_tokens"], rows["gold_names"]):
+    tokens = rows["candidate_tokens"] if "candidate_tokens" in rows.columns \
+        else [None] * len(rows)
+    correct, preds = [], []
+    for toks, names, probs, ctoks in zip(rows["top_tokens"], rows["gold_names"], cands, tokens):
         top = str(toks[0]) if len(toks) else ""
         preds.append(top)
-        key = tuple(golds)
-        g = gold_norm.get(key)
-        if g is None:
-            g = gold_norm[key] = {normalise(x) for x in golds} - {""}
-        correct.append(float(normalise(top) in g) if top else 0.0)
+        golds = gold_tokens(list(names), probs, None if ctoks is None or
+                            (isinstance(ctoks, float) and math.isnan(ctoks)) else list(ctoks))
+        correct.append(float(mask_correct(top, golds, match=match, gold_names=list(names))))
     conf = [float(p[0]) if len(p) else float("nan") for p in rows["top_probs"]]
     return rows.assign(prediction=preds, confidence=conf, correct=correct,
                        gold_prob=[float(np.nansum(c)) for c in cands])
+
+
+def skipped_pairs(prompts: pd.DataFrame, kept: pd.DataFrame) -> dict:
+    """The pairs of ``prompts`` none of whose prompts is in ``kept`` (no gold name is one token
+    of the model: the paper evaluates single-token objects only, footnote 6), per relation,
+    and the note the command prints about them (after "belief: ").
+
+    >>> p = pd.DataFrame({"relation_id": ["P36", "P36", "P37", "P38"],
+    ...                   "fact_id": ["a", "b", "c", "d"]})
+    >>> s = skipped_pairs(p, p[p["fact_id"] == "d"])
+    >>> s["pairs"], s["of"], s["reasons"]
+    (3, 4, {'multi-token objects': {'P36': 2, 'P37': 1}})
+    >>> s["note"]
+    'skipped 3 of 4 pairs (multi-token objects) in 2 relations: P36 2, P37 1'
+    """
+    every = prompts[["relation_id", "fact_id"]].drop_duplicates()
+    kept_ids = set(kept["fact_id"])
+    gone = every[~every["fact_id"].isin(kept_ids)]
+    per_rel = {str(k): int(v) for k, v in gone.groupby("relation_id").size().sort_index()
+               .items()}
+    reason = "multi-token objects"
+    note = (f"skipped {len(gone)} of {len(every)} pairs ({reason}) in "
+            f"{len(per_rel)} relation{'s' if len(per_rel) != 1 else ''}: "
+            + ", ".join(f"{r} {n}" for r, n in per_rel.items())) if len(gone) else None
+    return {"pairs": len(gone), "of": len(every), "prompts": len(prompts) - len(kept),
+            "reasons": {reason: per_rel} if per_rel else {}, "note": note}
 
 
 def pair_accuracy(rows: pd.DataFrame) -> pd.DataFrame:
@@ -209,7 +288,7 @@ def _entropy_bias(p: np.ndarray) -> float:
 
 
 def bias_level(content_free: pd.DataFrame) -> dict:
-    """Bias level (Sec. 6) from content-free prompts ("N/A", "", "?" in place of the subject):
+    """Bias level (Sec. 5.4) from content-free prompts ("N/A", "", "?" in place of the subject):
     per template, each input's probabilities over the relation's single-token candidate
     objects (NaN ones dropped, the same set for every template of the relation) are
     renormalised and averaged over the inputs; bias = 1 - H / H_max (H_max = log K).
@@ -252,105 +331,9 @@ def bias_level(content_free: pd.DataFrame) -> dict:
             "relations": len(singles), "per_relation": per}
 
 
-def _template_matrix(rows: pd.DataFrame, rel: str):
-    g = rows[rows["relation_id"] == rel]
-    a = g.groupby(["fact_id", "template_id"], sort=True)["correct"].mean().unstack("template_id")
-    return a.to_numpy(dtype=float)
-
-
-def coverage(rows: pd.DataFrame, *, resamples: int = 1000, seed: int = 0) -> dict:
-    """Knowledge coverage (Sec. 7), with a(t, tau) = accuracy of pair t's prompts that use
-    template tau (over its subject names):
-
-    - Average: the mean over templates of a(t, tau), averaged over pairs;
-    - Maximum: per relation the best template's mean a(., tau), pair-weighted over relations;
-    - Oracle: the share of pairs with at least one correct prompt.
-
-    >>> r = pd.DataFrame({"relation_id": ["r"] * 4, "fact_id": ["a", "a", "b", "b"],
-    ...                   "template_id": ["t1", "t2"] * 2, "correct": [1.0, 0.0, 0.0, 0.0]})
-    >>> c = coverage(r, resamples=0)
-    >>> c["average"]["value"], c["maximum"]["value"], c["oracle"]["value"]
-    (0.25, 0.5, 0.5)
-    """
-    per_pair = rows.groupby(["relation_id", "fact_id", "template_id"], sort=True)[
-        "correct"].mean().reset_index()
-    avg = per_pair.groupby(["relation_id", "fact_id"], sort=True)["correct"].mean().reset_index()
-    oracle = rows.groupby(["relation_id", "fact_id"], sort=True)["correct"].max().reset_index()
-    out = {"average": summarise(avg, resamples=resamples, seed=seed),
-           "oracle": summarise(oracle, resamples=resamples, seed=seed)}
-    # Maximum: template chosen per relation, so resample pairs and re-choose.
-    per_rel, boot_num, n_total = {}, [], 0
-    best_templates = {}
-    for rel in sorted(rows["relation_id"].unique()):
-        a = _template_matrix(rows, rel)
-        n = a.shape[0]
-        filled = np.nan_to_num(a)
-        present = (~np.isnan(a)).astype(float)
-        col = filled.sum(0) / np.maximum(present.sum(0), 1)
-        col[present.sum(0) == 0] = np.nan
-        best = float(np.nanmax(col))
-        tids = sorted(rows.loc[rows["relation_id"] == rel, "template_id"].unique())
-        best_templates[rel] = tids[int(np.nanargmax(col))]
-        boots = np.empty(0)
-        if resamples:
-            rng = stratum_seed(seed, rel)
-            boots = np.empty(resamples)
-            done = 0
-            while done < resamples:
-                block = min(BLOCK, resamples - done)
-                idx = rng.integers(0, n, size=(block, n))
-                counts = np.stack([np.bincount(i, minlength=n) for i in idx]).astype(float)
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    means = (counts @ filled) / (counts @ present)
-                boots[done:done + block] = np.nanmax(means, axis=1)
-                done += block
-        lo, hi = _interval(boots, 0.95) if resamples else (float("nan"),) * 2
-        per_rel[rel] = {"value": rnd(best), "ci_low": rnd(lo), "ci_high": rnd(hi), "n": n}
-        boot_num.append((n, best, boots))
-        n_total += n
-    value = sum(n * b for n, b, _ in boot_num) / n_total if n_total else float("nan")
-    macro = float(np.mean([b for _, b, _ in boot_num])) if boot_num else float("nan")
-    if resamples and boot_num:
-        micro_b = sum(n * bs for n, _, bs in boot_num) / n_total
-        macro_b = np.mean([bs for _, _, bs in boot_num], axis=0)
-        lo, hi = _interval(micro_b, 0.95)
-        mlo, mhi = _interval(macro_b, 0.95)
-    else:
-        lo = hi = mlo = mhi = float("nan")
-    out["maximum"] = {"value": rnd(value), "ci_low": rnd(lo), "ci_high": rnd(hi),
-                      "macro": rnd(macro), "macro_ci_low": rnd(mlo), "macro_ci_high": rnd(mhi),
-                      "n": int(n_total), "per_relation": per_rel,
-                      "best_template": best_templates}
-    return out
-
-
-def covered_units(rows: pd.DataFrame) -> set:
-    """The (fact_id, template_id, subject_name) prompts a run answers correctly: the units of
-    the knowledge sharing rate.
-
-    >>> r = pd.DataFrame({"fact_id": ["a", "a"], "template_id": ["t1", "t2"],
-    ...                   "subject_name": ["X", "X"], "correct": [1.0, 0.0]})
-    >>> covered_units(r)
-    {('a', 't1', 'X')}
-    """
-    hit = rows[rows["correct"] > 0.5]
-    return set(zip(hit["fact_id"], hit["template_id"], hit["subject_name"]))
-
-
-def sharing_rate(covered_a, covered_b) -> float:
-    """Knowledge sharing rate of A with B (Sec. 7, Fig. 2): |covered(A) and covered(B)| /
-    |covered(A)| (NaN when A covers nothing).
-
-    >>> sharing_rate({1, 2, 3, 4}, {2, 3, 9})
-    0.5
-    """
-    a, b = set(covered_a), set(covered_b)
-    return len(a & b) / len(a) if a else float("nan")
-
-
 def belief_summary(rows: pd.DataFrame, *, resamples: int = 1000, seed: int = 0,
                    samplings: int = 50_000, bins: int = 10, same: Callable | None = None,
-                   confidence: pd.DataFrame | None = None) -> dict:
+                   confidence: pd.DataFrame | None = None, subject: str = "best") -> dict:
     """The BELIEF metric set over per-prompt rows (see the module docstring)."""
     pairs = pair_accuracy(rows)
     out = {"prompts": int(len(rows)), "pairs": int(len(pairs)),
@@ -363,7 +346,7 @@ def belief_summary(rows: pd.DataFrame, *, resamples: int = 1000, seed: int = 0,
     if len(conf):
         out["overconfidence"] = overconfidence(conf["confidence"], conf["correct"], bins=bins,
                                                order=_order(conf))
-    out["coverage"] = coverage(rows, resamples=resamples, seed=seed)
+    out["coverage"] = coverage(rows, resamples=resamples, seed=seed, subject=subject)
     return out
 
 
@@ -376,6 +359,6 @@ def _order(rows: pd.DataFrame) -> np.ndarray:
     return ranked.rank(method="first").to_numpy()
 
 
-__all__ = ["mask_correct", "answerable", "belief_rows", "pair_accuracy", "acc1_fluctuation",
-           "consistency", "overconfidence", "bias_level", "coverage", "covered_units",
+__all__ = ["MATCHES", "bare", "gold_tokens", "mask_correct", "answerable", "skipped_pairs",
+           "belief_rows", "pair_accuracy", "acc1_fluctuation", "consistency", "overconfidence", "bias_level", "coverage", "covered_units",
            "sharing_rate", "belief_summary"]

@@ -64,7 +64,7 @@ def sample_confidence(outputs: pd.DataFrame, greedy: pd.DataFrame) -> pd.DataFra
     >>> g = pd.DataFrame({"context": ["zero"], "prompt_id": ["p"], "relation_id": ["r"],
     ...     "fact_id": ["a"], "prediction": [" Paris"], "correct": [1.0]})
     >>> s = pd.DataFrame({"stage": ["samples"] * 4, "context": ["zero"] * 4,
-    ...     "prompt_id": ["p"] * 4, "gold_names": [["Paris"]] * 4,
+    ...     "prompt_id": ["p"] * 4, "fact_id": ["a"] * 4, "gold_names": [["Paris"]] * 4,
     ...     "text": [" Paris.", " Rome", " paris", " Lyon"]})
     >>> cols = ["confidence", "correct", "gold_share", "samples"]
     >>> sample_confidence(s, g)[cols].to_dict("records")
@@ -76,18 +76,21 @@ def sample_confidence(outputs: pd.DataFrame, greedy: pd.DataFrame) -> pd.DataFra
     if smp.empty or greedy.empty:
         return pd.DataFrame(columns=cols)
     lemmas.warm([str(t) for t in smp["text"]])
-    ref = greedy.drop_duplicates(["context", "prompt_id"]).set_index(["context", "prompt_id"])
+    # one prompt text can serve two facts (the subject-blind null gives every fact the same
+    # subject), so a sampled prompt is a (fact, prompt) pair, not a prompt id alone
+    key = ["context", "fact_id", "prompt_id"]
+    ref = greedy.drop_duplicates(key).set_index(key)
     rows = []
-    for (ctx, pid), g in smp.groupby(["context", "prompt_id"], sort=True):
-        if (ctx, pid) not in ref.index:
+    for (ctx, fid, pid), g in smp.groupby(key, sort=True):
+        if (ctx, fid, pid) not in ref.index:
             continue
-        r = ref.loc[(ctx, pid)]
+        r = ref.loc[(ctx, fid, pid)]
         texts = [str(t) if isinstance(t, str) else "" for t in g["text"]]
         same = [lemmas.same_answer(r["prediction"], t) for t in texts]
         gold = list(g["gold_names"].iloc[0])
         hits = [lemmas.matches_gold(t, gold) for t in texts]
         rows.append({"context": ctx, "prompt_id": pid, "relation_id": r["relation_id"],
-                     "fact_id": r["fact_id"], "confidence": float(np.mean(same)),
+                     "fact_id": fid, "confidence": float(np.mean(same)),
                      "correct": float(r["correct"]), "gold_share": float(np.mean(hits)),
                      "samples": len(texts)})
     return pd.DataFrame(rows, columns=cols)

@@ -15,7 +15,9 @@ import pandas as pd
 
 from builders.core.errors import UserError
 from evaluators.metrics.stats import rnd
+from evaluators.metrics.validity import null_of
 from evaluators.metrics.zp_lke import DEFAULT_K
+from probes.subject_blind import split_passes
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,8 @@ VALIDITY_HEADLINES: dict[str, Headline] = {
     "planted_accuracy": (("validity", "planted"), "planted acc.", True),
     "held_out_accuracy": (("validity", "held_out"), "held-out acc.", True),
     "validity_auroc": (("validity", "auroc"), "validity AUROC", True),
+    "subject_blind_auroc": (("validity", "subject_blind", "auroc"), "subject-blind AUROC",
+                            True),
 }
 
 
@@ -109,10 +113,33 @@ class MethodMetrics:
 
     def checked_compute(self, outputs: pd.DataFrame, planted: dict | None, cfg, *,
                         options: MetricsOptions = OPTIONS) -> dict:
-        self.check(outputs)
-        return self.compute(outputs, planted, cfg, options=options)
+        """metrics.json of a run, as ``factprobe eval`` writes it and ``factprobe report``
+        recomputes it. A run with a subject-blind null pass (probes/subject_blind.py)
+        gets its metrics from its own rows alone (the same numbers as a run without the
+        null), and every validity block the null of that block (:func:`.validity.null_of`)."""
+        own, blind = split_passes(outputs)
+        self.check(own)
+        metrics = self.compute(own, planted, cfg, options=options)
+        if blind is not None:
+            self._add_null(metrics, blind, planted, cfg, options)
+        return metrics
+
+    def _add_null(self, metrics: dict, blind: pd.DataFrame, planted: dict | None, cfg,
+                  options: MetricsOptions) -> None:
+        try:
+            self.check(blind)
+            null, why = self.compute(blind, planted, cfg, options=options), ""
+        except UserError as exc:        # e.g. no MONITOR anchor at all without the subject
+            null, why = {}, str(exc)
+        null_blocks = self.setting_blocks(null)
+        for setting, block in self.setting_blocks(metrics).items():
+            for name in self.validity_blocks:
+                if block.get(name):
+                    block[name]["subject_blind"] = null_of(
+                        (null_blocks.get(setting) or {}).get(name), why)
 
     def settings(self, outputs: pd.DataFrame, cfg) -> dict[str, pd.DataFrame]:
+        outputs = split_passes(outputs)[0]
         self.check(outputs)
         return self.facts(outputs, cfg)
 

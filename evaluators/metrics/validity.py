@@ -86,3 +86,40 @@ def _difference(split: pd.DataFrame, column: str, resamples: int, seed: int):
         num, den = _resampled_sums(v, np.ones_like(v), stratum_seed(seed, k), resamples)
         means[k] = num / den
     return _interval(means["planted"] - means["held_out"], 0.95)
+
+
+# How far from 0.5 a subject-blind null AUROC may be before the report says the estimator
+# separates the halves by answer familiarity (docs/metrics/validity.md).
+FAMILIARITY_MARGIN = 0.1
+
+
+def null_of(blind_block: dict | None, why: str = "") -> dict:
+    """The subject-blind null of a validity block: accuracy on each half and the AUROC of the
+    same block computed on the null pass's rows (the same probe, the subject of every planted
+    and held-out fact replaced by one made-up name). ``auroc`` is null, with ``reason``, when
+    the null pass gave no such block.
+
+    >>> null_of({"planted": {"value": 0.9, "ci_low": 0.8, "ci_high": 1.0, "n": 4},
+    ...          "held_out": {"value": 0.1, "ci_low": 0.0, "ci_high": 0.2, "n": 4},
+    ...          "difference": {"value": 0.8}, "auroc": {"value": 0.5, "ci_low": 0.3,
+    ...          "ci_high": 0.7}, "score_means": "p"})["auroc"]
+    {'value': 0.5, 'ci_low': 0.3, 'ci_high': 0.7}
+    >>> null_of({}, "no anchor")
+    {'auroc': {'value': None, 'ci_low': None, 'ci_high': None}, 'reason': 'no anchor'}
+    """
+    if not blind_block:
+        return {"auroc": {"value": None, "ci_low": None, "ci_high": None},
+                "reason": why or "the subject-blind pass gave no planted or held-out fact"}
+    return {k: dict(blind_block[k]) for k in ("planted", "held_out", "auroc")}
+
+
+def familiar(null_auroc: float | None, margin: float = FAMILIARITY_MARGIN) -> bool:
+    """True when a subject-blind null AUROC is farther than ``margin`` from chance: the
+    estimator separates planted from held-out facts without the subject.
+
+    >>> familiar(0.9), familiar(0.5), familiar(0.35), familiar(0.6), familiar(None)
+    (True, False, True, False, False)
+    """
+    if null_auroc is None or np.isnan(null_auroc):
+        return False
+    return abs(null_auroc - 0.5) > margin

@@ -139,21 +139,33 @@ def accuracy_by_n(preds: pd.DataFrame, *, resamples: int = 1000, seed: int = 0) 
 DEFAULT_K = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
 
-def accuracy_at_k(preds: pd.DataFrame, *, thresholds=DEFAULT_K, resamples: int = 1000,
-                  seed: int = 0) -> dict:
-    """Accuracy@K (App. D): accuracy over the questions whose top normalised probability is at
-    least K, with the share of questions kept.
+def accuracy_at_k(preds: pd.DataFrame, *, thresholds=DEFAULT_K, rule: str = "formula",
+                  resamples: int = 1000, seed: int = 0) -> dict:
+    """Accuracy@K (App. D): the accuracy of the questions whose confidence, the top normalised
+    probability pred(c), passes K, with ``share``, the share of questions kept.
+
+    The appendix says it two ways: its set D_K = {c | pred(c) >= K} (``rule="formula"``, the
+    default) and its prose, "confidence levels > threshold K" (``rule="text"``). They differ
+    only on questions whose confidence equals K, e.g. a two-way tie at exactly 0.5.
 
     >>> p = pd.DataFrame({"relation_id": ["r"] * 3, "fact_id": ["a", "b", "c"],
     ...                   "correct": [True, False, True], "top_prob": [0.9, 0.5, 0.3]})
     >>> r = accuracy_at_k(p, thresholds=(0.0, 0.5), resamples=0)
     >>> r["0.0"]["value"], r["0.5"]["value"], r["0.5"]["share"]
     (0.6667, 0.5, 0.6667)
+    >>> r = accuracy_at_k(p, thresholds=(0.5,), rule="text", resamples=0)
+    >>> r["0.5"]["value"], r["0.5"]["share"]
+    (1.0, 0.3333)
     """
+    if rule not in ("formula", "text"):
+        raise UserError(f"Accuracy@K rule {rule!r}: use formula (>= K) or text (> K)")
     preds = main_n(preds)
     out = {}
+    top = preds["top_prob"].to_numpy(dtype=float) if len(preds) else np.zeros(0)
     for k in thresholds:
-        kept = preds[preds["top_prob"] >= k - 1e-12]
+        # 1e-12: a confidence computed as exactly K (1/2 for a two-way tie) is K
+        keep = top >= k - 1e-12 if rule == "formula" else top > k + 1e-12
+        kept = preds[keep]
         facts = per_fact(kept, ["correct"]) if len(kept) else kept
         if len(facts):
             est = summarise(facts, "correct", resamples=resamples, seed=seed,

@@ -58,6 +58,7 @@ from evaluators.report.tables import (
     summary_metrics,
     validity_table,
 )
+from probes.subject_blind import split_passes
 
 PLOT_DIRS = ("figures", "plots/calibration", "plots/accuracy_vs_examples", "plots/accuracy_at_k")
 
@@ -116,8 +117,9 @@ def build_report(cfg: ReportConfig) -> Path:
         _csv(val_table, tables / "validity.csv")
         _csv(tests, tables / "comparisons.csv")
         for r in runs:                    # per-fact tables of a method (MONITOR: PFD, IRD, ...)
+            own = split_passes(r.outputs)[0]          # not the subject-blind null's rows
             for folder, per_fact in r.spec.fact_tables:
-                _csv(per_fact(r.outputs, cfg.options),
+                _csv(per_fact(own, cfg.options),
                      tables / folder / f"{slug(r.dataset)}-{slug(r.label)}.csv")
         lb_md = leaderboard_markdown(board)
         rel_md = per_relation_markdown(rel_table)

@@ -6,6 +6,7 @@ import pandas as pd
 
 from builders.core.markdown import table
 from evaluators.methods import METHODS
+from evaluators.metrics.validity import FAMILIARITY_MARGIN
 from evaluators.report.tables import setting_name_s
 
 
@@ -80,9 +81,40 @@ def validity_markdown(val_table: pd.DataFrame) -> str:
                      "difference": fmt(x["difference_value"], x["difference_ci_low"],
                                        x["difference_ci_high"]),
                      "AUROC": fmt(x["auroc_value"], x["auroc_ci_low"], x["auroc_ci_high"]),
+                     "subject-blind AUROC": _null_cell(x),
                      "n (planted / held-out)": f"{x['n_planted']} / {x['n_held_out']}",
                      "score": x["score_means"]})
-    return table(pd.DataFrame(rows))
+    return table(pd.DataFrame(rows)) + familiarity_flags(val_table)
+
+
+def _null_cell(x) -> str:
+    if _missing(x["null_auroc_value"]):
+        return "no null pass" if _missing(x["null_reason"]) else "– (see notes)"
+    cell = fmt(x["null_auroc_value"], x["null_auroc_ci_low"], x["null_auroc_ci_high"])
+    return cell + " (!)" if _flagged(x) else cell
+
+
+def _flagged(x) -> bool:
+    return not _missing(x["familiarity"]) and bool(x["familiarity"])
+
+
+def familiarity_flags(val_table: pd.DataFrame) -> str:
+    """One line per validity block whose subject-blind null AUROC is farther than
+    FAMILIARITY_MARGIN from 0.5, and one per block whose null could not be computed."""
+    lines = []
+    for _, x in val_table.iterrows():
+        where = (f"{x['method']} on {x['dataset']}, {setting_name_s(x['model'], x['setting'])}, "
+                 f"{x['estimator']}")
+        if _flagged(x):
+            lines.append(f"- **{where}**: subject-blind null AUROC {fmt(x['null_auroc_value'])} "
+                         f"(validity AUROC {fmt(x['auroc_value'])}), farther than "
+                         f"{FAMILIARITY_MARGIN} from 0.5. Answer familiarity: this estimator "
+                         f"separates planted from held-out facts without the subject.")
+        elif _missing(x["null_auroc_value"]) and not _missing(x["null_reason"]):
+            lines.append(f"- {where}: no subject-blind null ({x['null_reason']}).")
+    if not lines:
+        return ""
+    return "\n" + "\n".join(lines) + "\n"
 
 
 def comparisons_markdown(tests: pd.DataFrame) -> str:
@@ -116,7 +148,11 @@ def render(runs, lb_md, rel_md, val_md, cmp_md, mat_md, figures, notes, cfg) -> 
               "## Estimator validity (planted-knowledge model)", "",
               "Accuracy on the facts the model was taught (planted) and on those it never saw "
               "(held-out), and the AUROC of each method's per-fact score between the two. "
-              "A valid estimator scores planted facts far above held-out ones.", "", val_md,
+              "A valid estimator scores planted facts far above held-out ones. The "
+              "subject-blind AUROC is the same probe with every planted and held-out subject "
+              "replaced by one made-up name: it should be 0.5, and a block farther than "
+              f"{FAMILIARITY_MARGIN} from it is flagged (!) below the table "
+              "(docs/metrics/validity.md).", "", val_md,
               "## Comparisons", "", cmp_md]
     if mat_md:
         lines += ["Subsumption eta(row | column) = share of the row's known facts the column "

@@ -12,6 +12,7 @@ from builders.core.errors import UserError
 from builders.core.markdown import slug
 from evaluators.metrics.stats import paired_test, rnd
 from evaluators.metrics.suite import MetricsOptions
+from evaluators.metrics.validity import familiar
 from evaluators.report.runs import Run
 
 
@@ -73,12 +74,29 @@ def validity_table(runs: list[Run]) -> pd.DataFrame:
                                 for k in ("planted", "held_out", "difference", "auroc")
                                 for f in ("value", "ci_low", "ci_high")},
                              "n_planted": (v.get("planted") or {}).get("n"),
-                             "n_held_out": (v.get("held_out") or {}).get("n")})
+                             "n_held_out": (v.get("held_out") or {}).get("n"),
+                             **_null_columns(v.get("subject_blind"))})
     cols = ["dataset", "method", "model", "setting", "estimator", "accuracy_means",
             "score_means"] + [f"{k}_{f}" for k in ("planted", "held_out", "difference", "auroc")
-                              for f in ("value", "ci_low", "ci_high")] + ["n_planted",
-                                                                           "n_held_out"]
+                              for f in ("value", "ci_low", "ci_high")] + \
+        ["n_planted", "n_held_out"] + NULL_COLUMNS
     return pd.DataFrame(rows, columns=cols)
+
+
+NULL_COLUMNS = ["null_auroc_value", "null_auroc_ci_low", "null_auroc_ci_high", "null_reason",
+                "familiarity"]
+
+
+def _null_columns(null: dict | None) -> dict:
+    """The subject-blind null of a validity block (evaluators/metrics/validity.py): its AUROC,
+    why it is missing, and whether it flags answer familiarity. All empty for a run without
+    the null pass."""
+    if not null:
+        return dict.fromkeys(NULL_COLUMNS)
+    auroc = null.get("auroc") or {}
+    return {"null_auroc_value": auroc.get("value"), "null_auroc_ci_low": auroc.get("ci_low"),
+            "null_auroc_ci_high": auroc.get("ci_high"), "null_reason": null.get("reason"),
+            "familiarity": familiar(auroc.get("value"))}
 
 
 # -------------------------------------------------------------------------- comparisons

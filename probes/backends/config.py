@@ -13,6 +13,8 @@ class BackendConfig:
     device: str = "auto"             # auto: cuda if available, else cpu
     batch_size: int = 32             # rows per forward pass; halved on out-of-memory
     trust_remote_code: bool = False  # never on unless asked: it runs code from the model repo
-    add_bos: bool = False            # prepend BOS (lm-evaluation-harness's default is not to)
+    # prepend BOS; None: as the tokenizer does by default (Llama-family yes, GPT-2/Pythia no),
+    # which is what vLLM, the ZP-LKE authors' runner, sends; the backend resolves it
+    add_bos: bool | None = None
     prefix_cache: bool = True        # reuse the key/value cache of shared prefixes
     kind: str = "hf-causal"          # a key of probes.backends.KINDS: which backend loads it

@@ -16,6 +16,7 @@ the out-of-memory halving, which would otherwise cross module boundaries as priv
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
 from collections.abc import Callable, Iterable, Sequence
@@ -26,7 +27,7 @@ from builders.core.errors import UserError
 from probes.backends.config import BackendConfig
 from probes.backends.hf_base import HFBackend
 from probes.backends.packing import build_segment, make_batch, pack
-from probes.backends.tokens import PairEncoder
+from probes.backends.tokens import PairEncoder, bos_by_default
 from probes.requests import Generated, GenerateRequest, Scored, ScoreRequest
 
 ROW_TOKENS = 256                      # target length of a packed row
@@ -38,6 +39,16 @@ CAPABILITIES = frozenset({"score", "generate", "token_ids", "watch"})
 def load(config: BackendConfig) -> HFCausal:
     from probes.backends.loading import load_model
     return HFCausal(*load_model(config, masked=False), config)
+
+
+def resolve_add_bos(wanted: bool | None, tokenizer) -> bool:
+    """``--add-bos`` / ``--no-add-bos``, or with neither (None) what the tokenizer does by
+    default, as vLLM does."""
+    if wanted is None:
+        return bos_by_default(tokenizer)
+    if wanted and tokenizer.bos_token_id is None:
+        raise UserError("--add-bos: this tokenizer has no BOS token; drop --add-bos")
+    return bool(wanted)
 
 
 def common_prefix_len(seqs: Sequence[Sequence[int]]) -> int:
@@ -73,7 +84,8 @@ class HFCausal(HFBackend):
     capabilities = CAPABILITIES
 
     def __init__(self, model, tokenizer, device: str, config: BackendConfig):
-        super().__init__(model, tokenizer, device, config)
+        config = dataclasses.replace(config, add_bos=resolve_add_bos(config.add_bos, tokenizer))
+        super().__init__(model, tokenizer, device, config)     # run.json records the choice
         self.name = config.model
         mc = model.config
         self.max_length = int(getattr(mc, "max_position_embeddings", None)
@@ -94,7 +106,7 @@ class HFCausal(HFBackend):
     def encode(self, text: str) -> list[int]:
         ids = self._enc_cache.get(text)
         if ids is None:
-            ids = self.tok(text, add_special_tokens=self.config.add_bos)["input_ids"]
+            ids = self._pairs.bos + self.tok(text, add_special_tokens=False)["input_ids"]
             if len(self._enc_cache) < 200_000:
                 self._enc_cache[text] = ids
         return list(ids)

@@ -1,4 +1,12 @@
-"""Masked LMs through transformers: the distribution at one ``[MASK]`` of each prompt."""
+"""Masked LMs through transformers: the distribution at one ``[MASK]`` of each prompt.
+
+A candidate answer is looked up as the token the model would read at the mask: the prompt is
+tokenised with the candidate in the mask's place, and the candidate is one token when that
+differs from the masked prompt's tokens at the mask position only. WordPiece (BERT) gives
+"Paris"; byte-level BPE (RoBERTa, whose ``<mask>`` swallows the space before it) gives
+"ĠParis", a different token from the bare word "Paris" (looking the bare word up would miss
+every RoBERTa-style gold); SentencePiece gives "▁Paris".
+"""
 from __future__ import annotations
 
 import math
@@ -28,14 +36,19 @@ class HFMasked(HFBackend):
         super().__init__(model, tokenizer, device, config)
         if tokenizer.mask_token is None:
             raise UserError(f"model {config.model!r} has no mask token; BELIEF needs a masked LM")
-        self._single: dict[str, int | None] = {}
 
-    def single_token_id(self, word: str) -> int | None:
-        """The id of ``word`` if the model writes it as exactly one token, else None."""
-        if word not in self._single:
-            ids = self.tok(word, add_special_tokens=False)["input_ids"]
-            self._single[word] = ids[0] if len(ids) == 1 else None
-        return self._single[word]
+    def candidate_ids(self, prompt: str, words: Sequence[str]) -> list[int | None]:
+        """Per word, the one token it is at the mask of ``prompt``, or None when it is more
+        (or merges with the text around the mask)."""
+        if not words:
+            return []
+        masked = self.tok(prompt.replace(MASK, self.tok.mask_token),
+                          add_special_tokens=False)["input_ids"]
+        at = masked.index(self.tok.mask_token_id)
+        filled = self.tok([prompt.replace(MASK, w) for w in words],
+                          add_special_tokens=False)["input_ids"]
+        return [ids[at] if len(ids) == len(masked) and ids[:at] == masked[:at]
+                and ids[at + 1:] == masked[at + 1:] else None for ids in filled]
 
     def request_tokens(self, request) -> int:
         return 0   # never compared: max_length is None
@@ -64,12 +77,12 @@ class HFMasked(HFBackend):
             probs = torch.softmax(logits[rows, cols].float(), dim=-1)
             for r, p in zip(chunk, probs):
                 top = torch.topk(p, r.top_k)
-                cand = []
-                for c in r.candidates:
-                    tid = self.single_token_id(c)
-                    cand.append(float(p[tid]) if tid is not None else math.nan)
-                out.append(Masked([self.tok.convert_ids_to_tokens(int(t)) for t in top.indices],
-                                  top.values.tolist(), cand))
+                ids = self.candidate_ids(r.prompt, r.candidates)
+                out.append(Masked(
+                    [self.tok.convert_ids_to_tokens(int(t)) for t in top.indices],
+                    top.values.tolist(),
+                    [float(p[t]) if t is not None else math.nan for t in ids],
+                    [self.tok.convert_ids_to_tokens(t) if t is not None else None for t in ids]))
             if progress is not None:
                 progress.update(len(chunk))
         return out

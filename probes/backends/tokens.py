@@ -105,6 +105,19 @@ def tail_splitter(tokenizer) -> TailSplitter | None:
     return TailSplitter(backend) if items else None
 
 
+def bos_by_default(tokenizer) -> bool:
+    """Whether ``tokenizer`` puts its BOS token in front of a text when called with its
+    defaults (``add_special_tokens=True``: what vLLM and ``tokenizer(text)`` send). Only the
+    leading BOS counts: other special tokens (an EOS at the end) never go into a context that
+    a continuation must follow."""
+    bos = tokenizer.bos_token_id
+    if bos is None:
+        return False
+    plain = tokenizer("a", add_special_tokens=False)["input_ids"]
+    full = tokenizer("a", add_special_tokens=True)["input_ids"]
+    return len(full) > len(plain) and full[0] == bos and full[1:1 + len(plain)] == plain
+
+
 def checked(count: int, n: int) -> int:
     """How many continuations (of ``n``) of request number ``count`` (0-based) are checked
     against the full encoding.
@@ -125,7 +138,9 @@ class PairEncoder:
 
     def __init__(self, tokenizer, add_bos: bool, prefix_token_id: int, encode):
         self.tok = tokenizer
-        self.add_bos = add_bos
+        # BOS is put in front by hand, the text always encoded without special tokens: the
+        # same ids as a tokenizer that adds BOS itself, and --add-bos works on one that does not
+        self.bos = [tokenizer.bos_token_id] if add_bos else []
         self.prefix_token_id = prefix_token_id
         self.encode_one = encode          # the backend's cached single-text encoder
         self.tail = tail_splitter(tokenizer)
@@ -147,7 +162,7 @@ class PairEncoder:
             texts.append([moved + c for c in conts])
         if not todo:
             return out
-        enc = self.tok(contexts, add_special_tokens=self.add_bos,
+        enc = self.tok(contexts, add_special_tokens=False,
                        return_offsets_mapping=self.tail is not None)
         ctxs = [list(ids) for ids in enc["input_ids"]]
         fast: list = [None] * len(todo)
@@ -164,12 +179,12 @@ class PairEncoder:
                     self.tail = None      # the tokenizer is not local after all: stay exact
             if conts is None or self.tail is None:
                 conts = self.full_split(contexts[k], ctxs[k], texts[k])
-            out[j] = (ctxs[k], conts)
+            out[j] = (self.bos + ctxs[k], conts)
         return out
 
     def full_split(self, context: str, ctx: list[int], texts: list[str]) -> list[list[int]]:
         if not texts:
             return []
         wholes = self.tok([context + t for t in texts],
-                          add_special_tokens=self.add_bos)["input_ids"]
+                          add_special_tokens=False)["input_ids"]
         return [list(w[len(ctx):]) for w in wholes]

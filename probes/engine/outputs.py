@@ -34,7 +34,7 @@ def generate_rows(stage: str, requests, results) -> list[dict]:
 def mask_rows(stage: str, requests, results) -> list[dict]:
     return [{**req.meta, "prompt_id": prompt_id(req.prompt), "stage": stage, "kind": "fill_mask",
              "top_tokens": m.top_tokens, "top_probs": m.top_probs,
-             "candidate_probs": m.candidate_probs}
+             "candidate_probs": m.candidate_probs, "candidate_tokens": m.candidate_tokens}
             for req, m in zip(requests, results)]
 
 

@@ -30,6 +30,7 @@ from probes.engine.checkpoints import Checkpoints, ChunkStats
 from probes.engine.outputs import generate_rows, mask_rows, request_text, score_rows
 from probes.plan import Plan, Stage
 from probes.requests import prompt_id
+from probes.subject_blind import COLUMN as BLIND
 
 CHUNK = 256
 
@@ -84,13 +85,31 @@ def _chunks(requests: list) -> list[list]:
     return out
 
 
+def _once(call, chunk: list, bar) -> list:
+    """``call`` on the distinct requests of ``chunk`` (equal in all the model sees; sampled
+    generations stay apart), one result per request of ``chunk``. A batch's numbers depend
+    on its make-up in the last float bits: a question asked twice in a chunk (the
+    subject-blind null asks one per fact) must get one answer, or that noise decides its
+    ties."""
+    keys = [i if getattr(r, "samples", 0) else r for i, r in enumerate(chunk)]
+    first: dict = {}
+    for k, r in zip(keys, chunk):
+        first.setdefault(k, r)
+    if len(first) == len(chunk):
+        return call(chunk, progress=bar)
+    got = dict(zip(first, call(list(first.values()), progress=bar)))
+    if bar is not None:
+        bar.update(len(chunk) - len(first))
+    return [got[k] for k in keys]
+
+
 def _run_chunk(backend, stage: Stage, chunk: list, bar) -> list[dict]:
     if stage.kind == "score":
-        return score_rows(stage.name, chunk, backend.score(chunk, progress=bar))
+        return score_rows(stage.name, chunk, _once(backend.score, chunk, bar))
     if stage.kind == "generate":
-        return generate_rows(stage.name, chunk, backend.generate(chunk, progress=bar))
+        return generate_rows(stage.name, chunk, _once(backend.generate, chunk, bar))
     if stage.kind == "fill_mask":
-        return mask_rows(stage.name, chunk, backend.fill_mask(chunk, progress=bar))
+        return mask_rows(stage.name, chunk, _once(backend.fill_mask, chunk, bar))
     raise ValueError(stage.kind)
 
 
@@ -102,7 +121,7 @@ def execute(plan: Plan, backend: Backend, checkpoints: Checkpoints, progress: bo
     frames: list[pd.DataFrame] = []
     prompts: dict[str, str] = {}
     for stage in plan.stages:
-        checkpoints.begin_stage(stage.name)
+        checkpoints.begin_stage(stage.key)
         requests = stage.requests
         if stage.build is not None:
             requests = stage.build(pd.concat(frames, ignore_index=True) if frames
@@ -114,11 +133,11 @@ def execute(plan: Plan, backend: Backend, checkpoints: Checkpoints, progress: bo
             text = request_text(r)
             prompts[prompt_id(text)] = text
         # Bars only on a terminal: piped or logged, stderr stays the one line of an error.
-        with tqdm(total=len(requests), desc=f"{plan.method} {stage.name}", unit="req",
+        with tqdm(total=len(requests), desc=f"{plan.method} {stage.key}", unit="req",
                   disable=not progress or not sys.stderr.isatty()) as bar:
             for i, chunk in enumerate(_chunks(requests)):
-                path = checkpoints.path(stage.name, i, chunk)
-                frame = checkpoints.load(stage.name, path)
+                path = checkpoints.path(stage.key, i, chunk)
+                frame = checkpoints.load(stage.key, path)
                 if frame is None:
                     before = backend.usage()
                     start = time.perf_counter()
@@ -127,7 +146,7 @@ def execute(plan: Plan, backend: Backend, checkpoints: Checkpoints, progress: bo
                     stats = ChunkStats(after.computed - before.computed,
                                        after.full_sequence - before.full_sequence,
                                        round(time.perf_counter() - start, 3))
-                    frame = checkpoints.save(stage.name, path, rows, stats)
+                    frame = checkpoints.save(stage.key, path, rows, stats)
                 else:
                     bar.update(len(chunk))
                 frames.append(frame)
@@ -136,7 +155,8 @@ def execute(plan: Plan, backend: Backend, checkpoints: Checkpoints, progress: bo
 
 
 def _sorted(outputs: pd.DataFrame) -> pd.DataFrame:
-    keys = [k for k in ("stage", "relation_id", "fact_id", "seed", "n_examples", "position",
+    # the probe's own rows first, then the subject-blind null's (probes/subject_blind.py)
+    keys = [k for k in (BLIND, "stage", "relation_id", "fact_id", "seed", "n_examples", "position",
                         "prompt_id", "option", "sample") if k in outputs.columns]
     return outputs.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
 

@@ -6,9 +6,15 @@ For the pair (France, capital) and the template "The capital of [X] is [Y]."::
     "The capital of France is [MASK]."          (and the same with each alias of France)
     content-free: "The capital of N/A is [MASK]."  candidates: the relation's objects
 
-The backend returns the top-k tokens at the mask and the probability of each candidate that
-is a single token of the model's vocabulary; objects that are not are counted and skipped by
-the metrics, as in the paper.
+The backend returns the top-k tokens at the mask and, for each candidate that is one token of
+the model's vocabulary where it stands at the mask ("Paris" for BERT, "ĠParis" for RoBERTa),
+that token and its probability; pairs with no such gold are counted per relation and skipped
+by the metrics, as the paper evaluates single-token objects only (footnote 6).
+
+Metric choices recorded in the config (``run.json``'s ``method_config``, so ``factprobe
+report`` recomputes the same way): ``match`` (exact token, the paper; or normalised) and
+``coverage_subject`` (Maximum coverage with each fact's best subject name, footnote 16; or
+the names' mean).
 """
 from __future__ import annotations
 
@@ -31,6 +37,8 @@ class BeliefConfig:
     styles: tuple[str, ...] = ("statement", "question")
     content_free: tuple[str, ...] = ("N/A", "", "?")
     max_names: int | None = None      # subject names per pair (label first)
+    match: str = "exact"              # top-1 vs gold: exact token (paper) | normalised
+    coverage_subject: str = "best"    # Maximum coverage: best subject name (paper) | mean
 
 
 def masked(template: str, subject: str) -> str:
@@ -80,11 +88,23 @@ def add_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("BELIEF")
     g.add_argument("--top-k", type=positive, default=10,
                    help="tokens kept at each mask (at most the vocabulary)")
+    g.add_argument("--match", choices=("exact", "normalised"), default="exact",
+                   help="top-1 token vs gold: the same token (the paper; default) or equal "
+                        "after lower-casing and dropping punctuation and the word-start mark")
     g.add_argument("--max-names", type=positive, help="subject names per pair (label first)")
+    add_metric_flags(g)
+
+
+def add_metric_flags(g) -> None:
+    """The metric choices BELIEF and BELIEF-ICL share (each default is the paper's)."""
+    g.add_argument("--coverage-subject", choices=("best", "mean"), default="best",
+                   help="Maximum coverage per fact and template: the best subject name's "
+                        "prompt (the paper's footnote 16; default) or the mean over names")
 
 
 def from_args(args: argparse.Namespace) -> BeliefConfig:
-    return BeliefConfig(top_k=args.top_k, max_names=args.max_names)
+    return BeliefConfig(top_k=args.top_k, max_names=args.max_names, match=args.match,
+                        coverage_subject=args.coverage_subject)
 
 
 PROBE = Probe(

@@ -14,7 +14,17 @@ QA style uses question templates and "Answer each question in one word.". Contex
 ``zero`` (no examples), ``X-random`` (any relation, random templates), ``X-relation`` (same
 relation, random templates), ``X-template`` (same relation and template). The greedy answer is
 generated for every prompt; ``samples`` multinomial samples for a seeded subset give the
-confidence.
+confidence (:func:`sample_units`: distinct prompts of distinct subject-relation pairs, the
+same ones in every context).
+
+The greedy answer (and each sample) stops at the end of its line ("\n": the Q/A format puts
+one answer on a line, and the next line would be the model writing the next "Q:") or after
+``max_new_tokens`` tokens (10). The paper sets no cap (Sec. 3: "LLMs generate responses
+without a token limit"). The cap bounds the cost of a model that never ends the line, and the
+reward of one that rambles: accuracy matches one way (the gold inside the answer), so an
+answer that lists many objects could only gain from more tokens. Answers the instruction asks
+for are one word, a few tokens (footnote 15: 98.78% of Llama3-8B's 4-template answers are
+within five), so 10 cuts almost none of them; ``--max-new-tokens`` raises it.
 """
 from __future__ import annotations
 
@@ -28,6 +38,7 @@ import pandas as pd
 from builders.core.argtypes import count, positive
 from builders.core.errors import UserError
 from builders.templates.files import Template, fill, question_text
+from probes.methods.belief import add_metric_flags
 from probes.methods.multiprompt_in import Pair, pairs_of, templates_of, usable_templates
 from probes.methods.spec import Probe
 from probes.plan import Plan, Stage
@@ -42,10 +53,11 @@ class BeliefICLConfig:
     contexts: tuple[str, ...] = ("4-template",)
     style: str = "mask"                # mask | qa
     samples: int = 100
-    sample_prompts: int = 10_000       # prompts that get samples (a seeded subset)
+    sample_prompts: int = 10_000       # per context: distinct prompts of distinct pairs
     max_new_tokens: int = 10
     max_names: int | None = None
     seed: int = 0
+    coverage_subject: str = "best"     # Maximum coverage: best subject name (paper) | mean
 
 
 def parse_context(name: str) -> tuple[int, str]:
@@ -100,16 +112,46 @@ def plan(facts: pd.DataFrame, templates: list[Template], cfg: BeliefICLConfig) -
                         "subject_id": p.subject_id, "template_id": t.template_id,
                         "subject_name": name, "context": ctx_name, "gold": p.gold,
                         "gold_names": list(p.gold_names)}))
-    rng = np.random.default_rng(cfg.seed)
-    chosen = sorted(rng.permutation(len(greedy))[:cfg.sample_prompts].tolist()) \
-        if cfg.samples else []
-    sampled = [GenerateRequest(greedy[i].prompt, cfg.max_new_tokens, samples=cfg.samples,
-                               stop=("\n",), seed=cfg.seed, meta=greedy[i].meta) for i in chosen]
+    units = set(sample_units(pairs, by_rel, cfg.sample_prompts, cfg.seed)) \
+        if cfg.samples else set()
+    sampled = [GenerateRequest(g.prompt, cfg.max_new_tokens, samples=cfg.samples,
+                               stop=("\n",), seed=cfg.seed, meta=g.meta) for g in greedy
+               if (g.meta["fact_id"], g.meta["template_id"], g.meta["subject_name"]) in units]
     stages = [Stage("greedy", "generate", greedy)]
     if sampled:
         stages.append(Stage("samples", "generate", sampled))
     return Plan("belief-icl", stages, {"pairs": len(pairs), "prompts": len(greedy),
-                                       "sampled_prompts": len(sampled)}, skipped=skipped)
+                                       "sampled_prompts": len(sampled),
+                                       "sampled_per_context": len(units)}, skipped=skipped)
+
+
+def sample_units(pairs: list[Pair], by_rel: dict[str, list[Template]], n: int, seed: int
+                 ) -> list[tuple[str, str, str]]:
+    """The (fact_id, template_id, subject_name) prompts that get samples, in every context:
+    ``n`` distinct prompts, each of a different subject-relation pair while pairs last (the
+    paper's "10K prompts from 10K unique subject-relation pairs", Sec. 3), then a second
+    distinct prompt per pair, and so on. Pairs and their prompts are in a seeded order.
+
+    >>> ps = [Pair("r", s, s, (s,), "g", ("g",)) for s in ("a", "b", "c")]
+    >>> t = {"r": [Template("r/1", "r", "[X] [Y]", "statement", "", ""),
+    ...            Template("r/2", "r", "[Y] [X]", "statement", "", "")]}
+    >>> got = sample_units(ps, t, 4, 0)
+    >>> len(set(got)), sorted({f for f, _, _ in got[:3]})
+    (4, ['a', 'b', 'c'])
+    """
+    rng = np.random.default_rng([seed, 0x5A4D])
+    queues = []
+    for i in rng.permutation(len(pairs)):
+        p = pairs[int(i)]
+        units = [(p.fact_id, t.template_id, name) for t in by_rel[p.relation_id]
+                 for name in p.subject_names]
+        queues.append([units[int(j)] for j in rng.permutation(len(units))])
+    out: list[tuple[str, str, str]] = []
+    depth = 0
+    while len(out) < n and any(depth < len(q) for q in queues):
+        out.extend(q[depth] for q in queues if depth < len(q))
+        depth += 1
+    return out[:n]
 
 
 def _shots(rng, x, kind, p, t, by_rel, by_rel_pairs, pairs, style) -> list[tuple[str, str]]:
@@ -167,17 +209,21 @@ def add_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--samples", type=count, default=100,
                    help="samples per prompt for confidence (0: none)")
     g.add_argument("--sample-prompts", type=count, default=10_000,
-                   help="prompts (a seeded subset) that get samples")
-    g.add_argument("--max-new-tokens", type=positive, default=10)
+                   help="prompts per context that get samples: distinct prompts of distinct "
+                        "subject-relation pairs (a seeded subset, the same in every context)")
+    g.add_argument("--max-new-tokens", type=positive, default=10,
+                   help="cap on the greedy answer and each sample (they also stop at the end "
+                        "of the line); the paper sets no cap")
     g.add_argument("--max-names", type=positive, help="subject names per pair (label first)")
     g.add_argument("--seed", type=count, default=0)
+    add_metric_flags(g)
 
 
 def from_args(args: argparse.Namespace) -> BeliefICLConfig:
     return BeliefICLConfig(contexts=args.contexts, style=args.style, samples=args.samples,
                            sample_prompts=args.sample_prompts,
                            max_new_tokens=args.max_new_tokens, max_names=args.max_names,
-                           seed=args.seed)
+                           seed=args.seed, coverage_subject=args.coverage_subject)
 
 
 PROBE = Probe(

@@ -27,6 +27,8 @@ from probes.methods.spec import Probe
 from probes.plan import Plan, Stage
 from probes.requests import GenerateRequest, ScoreRequest
 
+ACCURACY_AT_K = ("formula", "text")   # App. D: its set D_K (>= K) | its prose ("> K")
+
 
 @dataclass(frozen=True)
 class ZPLKEConfig:
@@ -40,6 +42,7 @@ class ZPLKEConfig:
     corrupt_count: int = 0
     corrupt_layout: str = "spread"    # spread | block
     positions: int = 0                # > 0: one sequence of that many pairs per relation
+    accuracy_at_k: str = "formula"    # formula (App. D's set, >= K) | text (its prose, > K)
 
 
 def _rng(seed: int, *parts: str) -> np.random.Generator:
@@ -234,6 +237,14 @@ def add_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--corrupt-layout", choices=("spread", "block"), default="spread")
     g.add_argument("--positions", type=count, default=0,
                    help="also score every object in one sequence of N pairs (the paper: 200)")
+    add_accuracy_at_k(g)
+
+
+def add_accuracy_at_k(group) -> None:
+    """``--accuracy-at-k``, shared with the prompt baselines (both report Accuracy@K)."""
+    group.add_argument("--accuracy-at-k", choices=ACCURACY_AT_K, default="formula",
+                       help="Accuracy@K keeps questions with confidence >= K (formula, App. D's "
+                       "set) or > K (text, its prose)")
 
 
 def from_args(args: argparse.Namespace) -> ZPLKEConfig:
@@ -249,7 +260,7 @@ def from_args(args: argparse.Namespace) -> ZPLKEConfig:
                        sep_pair=args.pair_sep, compat=args.compat,
                        response_tokens=args.response_tokens, corrupt=args.corrupt or "",
                        corrupt_count=args.corrupt_count, corrupt_layout=args.corrupt_layout,
-                       positions=args.positions)
+                       positions=args.positions, accuracy_at_k=args.accuracy_at_k)
 
 
 PROBE = Probe(

@@ -12,6 +12,31 @@ SPECIALS_CAUSAL = ["<|endoftext|>", "<pad>"]
 SPECIALS_MASKED = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
+def _wordpiece_vocab(texts: list[str], vocab_size: int, normalizer, pre) -> dict[str, int]:
+    """A WordPiece vocabulary built without the library's trainer: its ids for ``##`` pieces
+    follow hash-map order, so two trainings on the same text differ (huggingface/tokenizers
+    issue #1794). Here: the special tokens, every character alone and as a ``##`` piece (so
+    nothing is unknown), then whole words by falling frequency, ties by the word itself.
+
+    >>> from tokenizers import normalizers, pre_tokenizers
+    >>> v = _wordpiece_vocab(["Paris is in France.", "Lima is in Peru."], 33,
+    ...                      normalizers.BertNormalizer(lowercase=False),
+    ...                      pre_tokenizers.BertPreTokenizer())
+    >>> [w for w in v if len(w) > 1 and not w.startswith(("[", "##"))]
+    ['in', 'is']
+    """
+    from collections import Counter
+    words: Counter[str] = Counter()
+    for text in texts:
+        words.update(w for w, _ in pre.pre_tokenize_str(normalizer.normalize_str(text)))
+    chars = sorted({c for w in words for c in w})
+    vocab = SPECIALS_MASKED + chars + ["##" + c for c in chars]
+    room = max(0, vocab_size - len(vocab))
+    ranked = sorted((w for w in words if len(w) > 1), key=lambda w: (-words[w], w))
+    vocab += ranked[:room]
+    return {t: i for i, t in enumerate(vocab)}
+
+
 def train_tokenizer(texts: Iterable[str], vocab_size: int = 2000, *, masked: bool = False,
                     progress: bool = False):
     """A fast tokenizer trained on ``texts``: byte-level BPE for causal LMs (any string can be
@@ -28,12 +53,12 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 2000, *, masked: boo
     from transformers import PreTrainedTokenizerFast
     texts = list(texts)
     if masked:
-        tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-        tok.normalizer = normalizers.BertNormalizer(lowercase=False)
-        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-        trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIALS_MASKED,
-                                            show_progress=progress)
-        tok.train_from_iterator(texts, trainer)
+        normalizer = normalizers.BertNormalizer(lowercase=False)
+        pre = pre_tokenizers.BertPreTokenizer()
+        tok = Tokenizer(models.WordPiece(_wordpiece_vocab(texts, vocab_size, normalizer, pre),
+                                         unk_token="[UNK]"))
+        tok.normalizer = normalizer
+        tok.pre_tokenizer = pre
         cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
         tok.post_processor = processors.TemplateProcessing(
             single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",

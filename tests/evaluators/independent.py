@@ -204,7 +204,8 @@ def _belief_family(prompts: list[dict], same, conf_items, planted, score_of=None
         avg[k] = mean(mean(x) for x in per_t.values())
         oracle[k] = float(any(p["correct"] for p in v))
         for t, x in per_t.items():
-            template_acc[k[0]][t].append(mean(x))
+            # Maximum: the best subject name's prompt per fact (the paper's footnote 16)
+            template_acc[k[0]][t].append(max(x))
     pairs_per_rel = defaultdict(int)
     for k in by_pair:
         pairs_per_rel[k[0]] += 1
@@ -235,8 +236,13 @@ def belief(outputs, planted) -> dict:
         if all(math.isnan(x) for x in cands):
             continue
         top = str(r["top_tokens"][0])
-        golds = {norm(g) for g in r["gold_names"]}
-        prompts.append({**r, "prediction": top, "correct": float(norm(top) in golds),
+        # exact on tokens (Sec. 2.1): the top-1 token is the token of a single-token gold name
+        # (the backend's candidate_tokens; without them, the names themselves)
+        toks = r.get("candidate_tokens")
+        if toks is None or isinstance(toks, float):
+            toks = list(r["gold_names"])
+        golds = {str(t) for t, x in zip(toks, cands) if t is not None and not math.isnan(x)}
+        prompts.append({**r, "prediction": top, "correct": float(top in golds),
                         "confidence": float(r["top_probs"][0]),
                         "gold_prob": sum(x for x in cands if not math.isnan(x))})
     items = [(p["confidence"], p["correct"], p["prompt_id"], p["fact_id"], p["template_id"],
@@ -305,14 +311,19 @@ def belief_icl(outputs, planted) -> dict:
 # ------------------------------------------------------------------------------ MONITOR
 
 def monitor(outputs, planted, *, alphas=(1 / 3, 1 / 3, 1 / 3)) -> dict:
+    """Wang et al., Sec. 4: the primary anchor is P(o | s, r, i+) over the object's subwords
+    (the ``object`` rows), kept when the positive prompt's greedy answer is the gold (Exact
+    Match after trimming punctuation); Eqs. 1-3; accuracy over each relation's frame-context
+    prompts with avg / max / min per relation, then averaged over relations (Table 4)."""
     a1, a2, a3 = alphas
     facts = {}
     for r in records(outputs, "anchor"):
         trimmed = str(r["text"]).strip().strip(string.punctuation + " ").strip()
         ok = trimmed == r["gold"] and len(r["token_ids"]) > 0
-        probs = [math.exp(x) for x in r["token_logprobs"]]
-        facts[r["fact_id"]] = {"rel": r["relation_id"], "matched": ok, "P": probs,
+        facts[r["fact_id"]] = {"rel": r["relation_id"], "matched": ok, "P": None,
                                "par": {}, "neg": {}}
+    for r in records(outputs, "object"):
+        facts[r["fact_id"]]["P"] = [math.exp(x) for x in r["token_logprobs"]]
     for r in records(outputs, "foreign"):
         lp = r.get("watched_logprobs")
         if lp is None or (isinstance(lp, float) and math.isnan(lp)):
@@ -337,27 +348,32 @@ def monitor(outputs, planted, *, alphas=(1 / 3, 1 / 3, 1 / 3)) -> dict:
                     "score": math.sqrt(a1 * pfd ** 2 + a2 * ird ** 2 + a3 * pfd * ird)}
 
     def mon(items):
-        return sum(x["score"] for x in items) / sum(x["anchor"] for x in items)
+        return sum(x["score"] for x in items) / sum(x["anchor"] for x in items) \
+            if items else None
 
-    rels = sorted({x["rel"] for x in per.values()})
-    frames = defaultdict(list)
+    rels = sorted({f["rel"] for f in facts.values()})
+    prompts = defaultdict(lambda: defaultdict(list))      # relation -> prompt -> answers
     fact_frames = defaultdict(list)
     for r in records(outputs, "frames"):
         t, g = norm(r["text"]), norm(r["gold"])
         ok = float(t == g or t.startswith(g + " "))
-        frames[(r["frame"], int(r["index"]))].append(ok)
+        neg = r.get("negative")
+        neg = None if neg is None or math.isnan(neg) else int(neg)
+        prompts[r["relation_id"]][(r["frame"], int(r["index"]), neg)].append(ok)
         fact_frames[(r["relation_id"], r["fact_id"])].append(ok)
-    frame_acc = {k: mean(v) for k, v in frames.items()}
-    out = {"monitor": mon(per.values()),
+    rel_acc = {rel: [mean(v) for v in p.values()] for rel, p in prompts.items()}
+    rel_avg = {rel: mean(x for v in p.values() for x in v) for rel, p in prompts.items()}
+    out = {"monitor": mon(list(per.values())),
            "per_relation": {rel: mon([x for x in per.values() if x["rel"] == rel])
                             for rel in rels},
-           "pfd": mean(x["pfd"] for x in per.values()),
-           "ird": mean(x["ird"] for x in per.values()),
-           "anchor_probability": mean(x["anchor"] for x in per.values()),
+           "pfd": mean(x["pfd"] for x in per.values()) if per else None,
+           "ird": mean(x["ird"] for x in per.values()) if per else None,
+           "anchor_probability": mean(x["anchor"] for x in per.values()) if per else None,
            "facts_with_anchor": len(per),
            "anchor_match": mean(float(f["matched"]) for f in facts.values()),
-           "frame_avg": mean(frame_acc.values()), "frame_max": max(frame_acc.values()),
-           "frame_min": min(frame_acc.values()),
+           "frame_avg": mean(rel_avg.values()),
+           "frame_max": mean(max(v) for v in rel_acc.values()),
+           "frame_min": mean(min(v) for v in rel_acc.values()),
            "fact_frame_acc": {k: mean(v) for k, v in fact_frames.items()}}
     if planted:
         acc = {(f["rel"], fid): float(f["matched"]) for fid, f in facts.items()}
@@ -365,3 +381,4 @@ def monitor(outputs, planted, *, alphas=(1 / 3, 1 / 3, 1 / 3)) -> dict:
                  for fid, f in facts.items()}
         out["validity"] = validity(acc, score, planted)
     return out
+

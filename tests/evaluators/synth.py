@@ -159,34 +159,46 @@ def icl_outputs(rng, *, relations: int = 2, contexts=("zero", "4-template"),
 # --------------------------------------------------------------------------------- MONITOR
 
 def monitor_outputs(rng, *, relations: int = 3, R: int = 3, M: int = 2,
-                    compat: bool = False) -> pd.DataFrame:
+                    compat: bool = False, unmatched: int = 1) -> pd.DataFrame:
+    """A MONITOR run: anchors that are the gold's words and a "." (the object stage scores
+    the words only), greedy answers over the R x M frame-context combinations, foreign
+    anchors over the object's tokens; the last ``unmatched`` relations match no anchor."""
     rows = []
-    for r in range(relations):
+    for r in range(relations + unmatched):
         rel = f"rel:m{r}"
         for f in range(int(rng.integers(6, 11))):
             fid = f"m{r}{f:02d}"
             gold = ["Paris", "New York", "Oslo"][f % 3]
-            L = len(gold.split()) + 1                     # the gold's tokens and a "."
-            match = rng.random() < 0.65
+            L = len(gold.split())                         # the object's tokens
+            match = r < relations and rng.random() < 0.65
             anchor_text = f" {gold}." if match else " Rome"
-            a_lp = np.round(np.log(rng.uniform(0.05, 0.95, size=L)), 6).tolist()
+            a_lp = np.round(np.log(rng.uniform(0.05, 0.95, size=L + 1)), 6).tolist()
             meta = {"fact_id": fid, "relation_id": rel, "gold": gold}
             rows.append({**meta, "frame": "positive", "index": 0, "prompt_id": f"a-{fid}",
                          "stage": "anchor", "kind": "generate", "sample": -1,
-                         "text": anchor_text, "token_ids": list(range(L)),
-                         "token_logprobs": a_lp, "logprob": float(sum(a_lp)), "n_tokens": L})
-            frames = [("paraphrase", j) for j in range(R)] + [("negative", m) for m in range(M)]
-            for frame, idx in frames:
-                say = rng.random()
-                text = (f" {gold}" if say < 0.4 else f" {gold}, of course" if say < 0.55
-                        else f" {gold}ian" if say < 0.65 else " Lima")
-                rows.append({**meta, "frame": frame, "index": idx, "prompt_id": f"fr-{fid}-"
-                             f"{frame}-{idx}", "template_id": f"{rel}/q{idx}"
-                             if frame == "paraphrase" else None, "stage": "frames",
-                             "kind": "generate", "sample": -1, "text": text, "token_ids": [1],
-                             "token_logprobs": [-1.0], "logprob": -1.0, "n_tokens": 1})
-                if not match:
-                    continue
+                         "text": anchor_text, "token_ids": list(range(L + 1)),
+                         "token_logprobs": a_lp, "logprob": float(sum(a_lp)),
+                         "n_tokens": L + 1})
+            if match:
+                rows.append({**meta, "frame": "positive", "index": 0, "prompt_id": f"a-{fid}",
+                             "stage": "object", "kind": "score", "option": 0.0,
+                             "is_gold": True, "token_logprobs": a_lp[:L],
+                             "logprob": float(sum(a_lp[:L])), "n_tokens": L,
+                             "n_paraphrases": R, "n_negatives": M})
+            for j in range(R):
+                for m in range(M):
+                    say = rng.random()
+                    text = (f" {gold}" if say < 0.4 else f" {gold}, of course" if say < 0.55
+                            else f" {gold}ian" if say < 0.65 else " Lima")
+                    rows.append({**meta, "frame": "combination", "index": j, "negative": m,
+                                 "prompt_id": f"fr-{fid}-{j}-{m}", "template_id": f"{rel}/q{j}",
+                                 "stage": "frames", "kind": "generate", "sample": -1,
+                                 "text": text, "token_ids": [1], "token_logprobs": [-1.0],
+                                 "logprob": -1.0, "n_tokens": 1})
+            if not match:
+                continue
+            for frame, idx in [("paraphrase", j) for j in range(R)] + \
+                    [("negative", m) for m in range(M)]:
                 n = L if not compat else int(rng.integers(1, L + 1))
                 lp = np.round(np.log(rng.uniform(0.01, 0.99, size=n)), 6).tolist()
                 row = {**meta, "frame": frame, "index": idx,

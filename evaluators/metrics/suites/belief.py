@@ -12,6 +12,7 @@ from evaluators.metrics.suite import (
     Headline,
     MethodMetrics,
     MetricsOptions,
+    cfg_value,
     need_stage,
 )
 from evaluators.metrics.validity import validity
@@ -37,17 +38,22 @@ def belief_metrics(outputs: pd.DataFrame, planted: dict | None, cfg, *,
     validity of a masked LM."""
     prompts = need_stage(outputs, "prompts", "belief")
     check_templates(prompts, "belief")
-    rows = B.belief_rows(outputs)
+    rows = B.belief_rows(outputs, match=cfg_value(cfg, "match", "exact"))
     kw = dict(resamples=options.resamples, seed=options.seed)
+    skipped = B.skipped_pairs(prompts, rows)
     out: dict = {"method": "belief", "options": options.as_dict(),
+                 "match": cfg_value(cfg, "match", "exact"),
                  "prompts_total": int(len(prompts)),
-                 "pairs_total": int(prompts["fact_id"].nunique()),
-                 "pairs_skipped_multi_token": int(prompts["fact_id"].nunique()
-                                                  - rows["fact_id"].nunique())}
+                 "pairs_total": skipped["of"],
+                 "pairs_skipped_multi_token": skipped["pairs"],
+                 "skipped": {k: skipped[k] for k in ("pairs", "of", "prompts", "reasons")}}
+    if skipped["note"]:
+        out["notes"] = [skipped["note"]]    # 'factprobe eval' prints them on stderr
     if rows.empty:
         out["note"] = "no pair has a single-token gold name in this model's vocabulary"
         return out
-    out.update(B.belief_summary(rows, samplings=options.samplings, bins=options.bins, **kw))
+    out.update(B.belief_summary(rows, samplings=options.samplings, bins=options.bins,
+                                subject=cfg_value(cfg, "coverage_subject", "best"), **kw))
     cf = outputs[outputs["stage"] == "content_free"]
     if len(cf):
         missing = set(map(tuple, rows[["relation_id", "template_id"]].drop_duplicates()
@@ -70,7 +76,7 @@ def belief_metrics(outputs: pd.DataFrame, planted: dict | None, cfg, *,
 
 def belief_facts(outputs: pd.DataFrame, cfg) -> dict[str, pd.DataFrame]:
     """Per-pair Acc@1, with the correctly answered prompts (``units``) for the sharing rate."""
-    rows = B.belief_rows(outputs)
+    rows = B.belief_rows(outputs, match=cfg_value(cfg, "match", "exact"))
     facts = B.pair_accuracy(rows)
     facts.attrs["units"] = B.covered_units(rows)
     return {"": facts}

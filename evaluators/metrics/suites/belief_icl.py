@@ -13,6 +13,7 @@ from evaluators.metrics.suite import (
     Headline,
     MethodMetrics,
     MetricsOptions,
+    cfg_value,
     need_stage,
 )
 from evaluators.metrics.suites import belief
@@ -45,7 +46,7 @@ def belief_icl_metrics(outputs: pd.DataFrame, planted: dict | None, cfg, *,
     kw = dict(resamples=options.resamples, seed=options.seed)
     samples = outputs[outputs["stage"] == "samples"]
     if len(samples):
-        n = samples.groupby(["context", "prompt_id"]).size()
+        n = samples.groupby(["context", "fact_id", "prompt_id"]).size()
         if n.nunique() > 1:
             raise UserError(f"sampled prompts have between {n.min()} and {n.max()} samples: "
                             f"outputs.parquet is missing rows; rerun 'factprobe eval "
@@ -56,10 +57,12 @@ def belief_icl_metrics(outputs: pd.DataFrame, planted: dict | None, cfg, *,
     for ctx, g in rows.groupby("context", sort=True):
         c = conf[conf["context"] == ctx]
         block = B.belief_summary(g, samplings=options.samplings, bins=options.bins,
-                                 same=lemmas.same_answer, confidence=c, **kw)
+                                 same=lemmas.same_answer, confidence=c,
+                                 subject=cfg_value(cfg, "coverage_subject", "best"), **kw)
         if c.empty:
             block.pop("overconfidence", None)
         block["sampled_prompts"] = int(len(c))
+        block["sampled_pairs"] = int(c["fact_id"].nunique()) if len(c) else 0
         block["one_word_rate"] = BI.one_word_rate(g, **kw)
         facts = g.groupby(["relation_id", "fact_id"], sort=True)["correct"].mean().reset_index()
         block["validity"] = validity(facts, planted, column="correct",

@@ -1,5 +1,6 @@
 """MONITOR's metric set: PFD, IRD, MONITOR (overall and per relation), anchor probability,
-frame accuracies and validity."""
+frame accuracies and validity. ``notes`` lists, one line each, what ``factprobe eval monitor``
+tells on stderr after the run (relations where no anchor matched)."""
 from __future__ import annotations
 
 import pandas as pd
@@ -28,14 +29,14 @@ def monitor_metrics(outputs: pd.DataFrame, planted: dict | None, cfg, *,
     anc = anc.assign(score=anc["matched"] * anc["anchor_prob"])
     out["validity"] = validity(anc, planted, column="matched", score="score",
                                accuracy_means="primary anchor equals the gold",
-                               score_means="primary-anchor probability (0 when the anchor "
-                                           "is not the gold)", **kw)
+                               score_means="primary-anchor probability over the object's "
+                                           "tokens (0 when the anchor is not the gold)", **kw)
     ft = MO.frame_table(outputs)
     if len(ft):
         per = ft.groupby(["relation_id", "fact_id"], sort=True)["correct"].mean().reset_index()
         out["validity_frames"] = validity(per, planted, column="correct",
                                           accuracy_means="frame accuracy (mean over the "
-                                                         "fact's prompt frames)",
+                                                         "fact's frame-context prompts)",
                                           score_means="same", **kw)
     return out
 

@@ -56,7 +56,10 @@ def zp_lke_metrics(outputs: pd.DataFrame, planted: dict | None, cfg, *,
                  "mc_accuracy": Z.mc_accuracy(preds, **kw),
                  "probability_mass": Z.probability_mass(preds, **kw),
                  "mc_accuracy_by_n": Z.accuracy_by_n(preds, **kw),
-                 "accuracy_at_k": Z.accuracy_at_k(preds, thresholds=options.thresholds, **kw)}
+                 "accuracy_at_k": Z.accuracy_at_k(
+                     preds, thresholds=options.thresholds,
+                     rule=cfg_value(cfg, "accuracy_at_k", None) or "formula", **kw)}
+    out["accuracy_at_k_rule"] = cfg_value(cfg, "accuracy_at_k", None) or "formula"
     if "n_examples" in preds.columns:
         out["n_examples"] = int(preds["n_examples"].max())
     out["validity"] = validity(facts, planted, column="correct", score="gold_prob",

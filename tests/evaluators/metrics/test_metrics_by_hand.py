@@ -148,14 +148,17 @@ def test_bias_level_by_hand():
 
 def test_coverage_by_hand():
     # relation r, templates t1 t2; pair a: t1 right, t2 wrong; pair b: both wrong;
-    # pair c: t2 right (two names: X right, Y wrong -> a(c, t2) = 0.5)
+    # pair c: t2 right (two names: X right, Y wrong -> a(c, t2) = 0.5 as the names' mean,
+    # 1 as the best name, footnote 16)
     rows = pd.DataFrame({"relation_id": ["r"] * 7, "fact_id": ["a", "a", "b", "b", "c", "c", "c"],
                          "template_id": ["t1", "t2", "t1", "t2", "t1", "t2", "t2"],
                          "subject_name": ["X"] * 6 + ["Y"], "correct": [1, 0, 0, 0, 0, 1, 0.]})
     c = B.coverage(rows, resamples=0)
     assert c["average"]["value"] == 0.25          # (0.5 + 0 + 0.25) / 3
-    assert c["maximum"]["value"] == 0.3333        # t1: 1/3, t2: 0.5/3 -> best 1/3
-    assert c["maximum"]["best_template"] == {"r": "t1"}
+    assert c["maximum"]["value"] == 0.3333        # t1: 1/3, t2: 1/3 (best name) -> 1/3
+    assert c["maximum"]["best_template"] == {"r": "t1"}    # the first of the tied
+    mean = B.coverage(rows, resamples=0, subject="mean")["maximum"]
+    assert mean["value"] == 0.3333 and mean["best_template"] == {"r": "t1"}  # t2: 0.5/3
     assert c["oracle"]["value"] == 0.6667         # a and c have a right prompt
     assert B.sharing_rate(B.covered_units(rows), {("a", "t1", "X")}) == 0.5
 
@@ -167,7 +170,7 @@ def test_icl_matching_confidence_and_one_word_by_hand():
     greedy = pd.DataFrame({"context": ["zero"], "prompt_id": ["p"], "relation_id": ["r"],
                            "fact_id": ["a"], "prediction": [" the mice"], "correct": [1.0]})
     smp = pd.DataFrame({"stage": ["samples"] * 5, "context": ["zero"] * 5,
-                        "prompt_id": ["p"] * 5, "gold_names": [["mouse"]] * 5,
+                        "prompt_id": ["p"] * 5, "fact_id": ["a"] * 5, "gold_names": [["mouse"]] * 5,
                         "text": [" mouse", "Mice.", " cat", " the mouse", ""]})
     c = BI.sample_confidence(smp, greedy).iloc[0]
     # vs "the mice" -> (the, mouse): "mouse" yes, "Mice." yes, "cat" no, "the mouse" yes,
@@ -180,13 +183,18 @@ def test_icl_matching_confidence_and_one_word_by_hand():
 
 
 def monitor_table():
-    # one fact: anchor " Paris." with P+ = (0.9, 0.5); paraphrases (0.8, 0.5), (0.9, 0.3);
-    # negative (0.1, 0.5). PFD = ((0.1 + 0) / 2 + (0 + 0.2) / 2) / 2 = 0.075,
+    # one fact: anchor " Paris." generated as (Par, is, .) with p (0.9, 0.5, 0.99); the
+    # object's tokens (Par, is) give P+ = (0.9, 0.5), L = 2 (the "." is not the object's);
+    # paraphrases (0.8, 0.5), (0.9, 0.3); negative (0.1, 0.5).
+    # PFD = ((0.1 + 0) / 2 + (0 + 0.2) / 2) / 2 = 0.075,
     # IRD = (0.8 + 0) / 2 = 0.4, summand = sqrt((0.075^2 + 0.4^2 + 0.075 * 0.4) / 3) = 0.25536,
     # MONITOR = 0.25536 / 0.7 = 0.3648
     rows = [{"stage": "anchor", "relation_id": "r", "fact_id": "a", "gold": "Paris",
-             "frame": "positive", "index": 0, "text": " Paris.", "token_ids": [5, 6],
-             "token_logprobs": [LN(0.9), LN(0.5)]},
+             "frame": "positive", "index": 0, "text": " Paris.", "token_ids": [5, 6, 9],
+             "token_logprobs": [LN(0.9), LN(0.5), LN(0.99)]},
+            {"stage": "object", "relation_id": "r", "fact_id": "a", "gold": "Paris",
+             "frame": "positive", "index": 0, "token_logprobs": [LN(0.9), LN(0.5)],
+             "n_paraphrases": 2, "n_negatives": 1},
             {"stage": "anchor", "relation_id": "r", "fact_id": "b", "gold": "Oslo",
              "frame": "positive", "index": 0, "text": " Rome", "token_ids": [7],
              "token_logprobs": [LN(0.4)]}]
@@ -213,7 +221,8 @@ def test_monitor_by_hand():
     # negative-0 1/2 -> avg 4/6, max 1, min 0.5
     fa = m["frame_accuracy"]
     assert (fa["avg"]["value"], fa["max"], fa["min"]) == (0.6667, 1.0, 0.5)
-    assert fa["per_frame"] == {"negative-0": 0.5, "paraphrase-0": 1.0, "paraphrase-1": 0.5}
+    assert fa["per_frame"] == {"r": {"negative-0": 0.5, "paraphrase-0": 1.0,
+                                     "paraphrase-1": 0.5}}
 
 
 def test_monitor_missing_foreign_rows_is_a_user_error():
@@ -244,13 +253,29 @@ def test_bootstrap_and_paired_test():
     assert b["value"] == 0.5 and 0.39 < b["ci_low"] < 0.42 and 0.58 < b["ci_high"] < 0.61
     assert bootstrap([1, 0] * 50, ["r"] * 100, resamples=2000, seed=1) == b   # seeded
     # paired: A right on 8 facts where B is wrong, never the reverse, 12 ties; exact sign-flip
-    # p = 2 / 2^8 = 0.0078
+    # over the 8 differing facts: only all + or all - reach |sum| = 8, p = 2 / 2^8 = 0.0078
     a = [1] * 8 + [1] * 6 + [0] * 6
     bb = [0] * 8 + [1] * 6 + [0] * 6
-    t = paired_test(a, bb, resamples=200, permutations=20_000, seed=0)
+    t = paired_test(a, bb, resamples=200, seed=0)
     assert t["difference"] == 0.4 and (t["a_only"], t["b_only"]) == (8, 0)
-    assert abs(t["p_value"] - 2 / 256) < 0.003
+    assert t["p_value"] == 0.0078
     assert paired_test(a, a)["p_value"] == 1.0
+
+
+def test_paired_sign_flip_p_value_enumerated_by_hand():
+    # per-fact values (facts averaged over seeds can be fractions):
+    #   a = 1, 1, 0, 1,   1      b = 0, 0, 1, 0.5, 1     d = a - b = 1, 1, -1, 0.5, 0
+    # observed |sum d| = 1.5; the last fact (d = 0) flips to itself. The 2^4 = 16 flips of
+    # (1, 1, -1, 0.5): s1 + s2 + s3 takes 3 (1 way), 1 (3 ways), -1 (3), -3 (1), then +-0.5:
+    #   3 -> |3.5|, |2.5|: both >= 1.5  (2 flips)     1 -> |1.5| yes, |0.5| no  (3 flips)
+    #  -1 -> |-0.5| no, |-1.5| yes      (3 flips)    -3 -> |-2.5|, |-3.5|       (2 flips)
+    # p = (2 + 3 + 3 + 2) / 16 = 10 / 16 = 0.625
+    t = paired_test([1, 1, 0, 1, 1], [0, 0, 1, 0.5, 1], resamples=0)
+    assert (t["difference"], t["p_value"], t["a_only"], t["b_only"]) == (0.3, 0.625, 3, 1)
+    # 20 facts all won by A: 2^20 flips are more than 10,000, so 10,000 random flips; only 2
+    # of the 2^20 reach |sum| = 20, so (seeded) none is drawn and p = (1 + 0) / (1 + 10,000)
+    big = paired_test([1] * 20, [0] * 20, resamples=0)
+    assert big["p_value"] == 0.0001
 
 
 def test_missing_belief_and_icl_rows_are_user_errors():

@@ -3,6 +3,9 @@ figures and DVC plot data, and metrics.json of ``factprobe eval`` recomputed exa
 from __future__ import annotations
 
 import json
+import math
+import shutil
+import string
 import subprocess
 import sys
 from pathlib import Path
@@ -169,43 +172,113 @@ def test_report_contents(full_report):
 
 
 def _plan(method: str):
+    """A real plan of ``method``, the facts it asks about, and planted halves of them."""
     from probes.methods import belief, belief_icl, monitor
     from probes.methods.zp_lke import ZPLKEConfig, plan
     from tests.probes.engine.test_runner import facts_many
     from tests.probes.methods.test_golden_prompts import TPL, mp_facts
     if method == "zp-lke":
         cfg = ZPLKEConfig(n_examples=(2, 3), seeds=(0, 1), response_tokens=3)
-        return plan(facts_many(), cfg), cfg
+        facts = facts_many()
+        test = sorted(facts.loc[facts["split"] == "test", "fact_id"])
+        halves = {"planted": test[:3], "held_out": test[3:]}
+        return (lambda f: plan(f["facts"], cfg)), {"facts": facts}, cfg, halves
+    halves = {"planted": ["a"], "held_out": ["b"]}          # mp_facts: France, Peru
     if method == "belief":
         cfg = belief.BeliefConfig(top_k=5)
-        return belief.plan(mp_facts(), TPL, cfg), cfg
+        return (lambda f: belief.plan(f["facts"], TPL, cfg)), {"facts": mp_facts()}, cfg, halves
     if method == "belief-icl":
         cfg = belief_icl.BeliefICLConfig(contexts=("zero", "1-template"), samples=3,
                                          sample_prompts=4, max_new_tokens=3)
-        return belief_icl.plan(mp_facts(), TPL, cfg), cfg
+        return ((lambda f: belief_icl.plan(f["facts"], TPL, cfg)), {"facts": mp_facts()}, cfg,
+                halves)
     cfg = monitor.MonitorConfig(max_new_tokens=3)
     facts = mp_facts().assign(negatives=[["Rome", "Lima"], ["Paris"]])
-    return monitor.plan(facts, [t for t in TPL if t.style == "question"], cfg), cfg
+    return ((lambda f: monitor.plan(f["facts"], [t for t in TPL if t.style == "question"], cfg)),
+            {"facts": facts}, cfg, halves)
+
+
+def _near(got, want, tol=1.01e-4) -> bool:
+    if want is None or (isinstance(want, float) and np.isnan(want)):
+        return got is None
+    return got is not None and abs(got - want) <= tol
+
+
+def _validity_agrees(got: dict, want: dict) -> None:
+    for k in ("planted", "held_out", "auroc"):
+        assert _near(got[k]["value"], want[k]), (k, got[k], want[k])
+    assert (got["planted"]["n"], got["held_out"]["n"]) == (want["n_planted"], want["n_held_out"])
+
+
+def _independent(method: str, outputs: pd.DataFrame, halves: dict) -> dict:
+    """{setting: (independent metrics, {metrics.json key: independent key})} of the headline
+    numbers tests/evaluators/independent.py computes from the outputs rows alone."""
+    from tests.evaluators import independent as ind
+    if method == "zp-lke":
+        want = ind.zp_lke(outputs, halves)
+        return {"": (want, {"mc_accuracy": "mc_accuracy", "probability_mass": "probability_mass",
+                            "response_accuracy": "response_accuracy"})}
+    if method == "belief":
+        return {"": (ind.belief(outputs, halves), {"accuracy": "accuracy"})}
+    if method == "belief-icl":
+        return {ctx: (w, {"accuracy": "accuracy"})
+                for ctx, w in ind.belief_icl(outputs, halves).items()}
+    # MONITOR's validity needs only the anchors (a tiny random model matches none, where
+    # ind.monitor's score has nothing to divide by): accuracy = anchor is the gold, score = the
+    # anchor probability where it is, 0 where not
+    acc, score = {}, {}
+    for r in ind.records(outputs, "anchor"):
+        ok = str(r["text"]).strip().strip(string.punctuation + " ").strip() == r["gold"] \
+            and len(r["token_ids"]) > 0
+        key = (r["relation_id"], r["fact_id"])
+        acc[key] = float(ok)
+        score[key] = ind.mean(math.exp(x) for x in r["token_logprobs"]) if ok else 0.0
+    return {"": ({"validity": ind.validity(acc, score, halves),
+                  "anchor_match": ind.mean(acc.values())}, {})}
 
 
 @pytest.mark.parametrize("method", ["zp-lke", "belief", "belief-icl", "monitor"])
-def test_eval_metrics_json_is_what_report_recomputes(tmp_path, tiny_causal_dir, tiny_masked_dir,
-                                                     method):
+def test_eval_metrics_json_agrees_with_an_independent_computation(tmp_path, tiny_causal_dir,
+                                                                  tiny_masked_dir, method):
+    """A real ``factprobe eval`` pass (tiny model, planted halves, the subject-blind null): the
+    headline numbers and every validity block of the metrics.json it writes equal those
+    tests/evaluators/independent.py computes from its outputs.parquet (the probe's own rows
+    for the metrics, the null pass's rows for each block's ``subject_blind``); and the report
+    recomputes the same bytes."""
     from evaluators.methods import METHODS
     from probes.backends import KINDS, BackendConfig
     from probes.engine.runner import EvalConfig, run_eval
-    plan, cfg = _plan(method)
+    from probes.subject_blind import COLUMN, with_null_pass
+    make, tables, cfg, halves = _plan(method)
+    plan = with_null_pass(make(tables), tables, halves, make)
     model = tiny_masked_dir if method == "belief" else tiny_causal_dir
+    planted_model = tmp_path / "model"
+    shutil.copytree(model, planted_model)
+    (planted_model / "planted.json").write_text(json.dumps(halves), encoding="utf-8")
     out = tmp_path / "run"
     kind = "hf-masked" if method == "belief" else "hf-causal"
     run_eval(EvalConfig(method, "d", str(out), progress=False),
-             BackendConfig(str(model), kind=kind), plan, cfg,
+             BackendConfig(str(planted_model), kind=kind), plan, cfg,
              {"name": "tiny", "facts_sha256": "x"}, kinds=KINDS,
-             metrics_fn=lambda o: METHODS[method].metrics.compute(o, None, cfg))
+             metrics_fn=lambda o: METHODS[method].metrics.checked_compute(o, halves, cfg))
     stored = json.loads((out / "metrics.json").read_text())
     assert stored["method"] == method
-    if method == "zp-lke":
-        assert stored["mc_accuracy"]["n"] > 0 and set(stored["mc_accuracy_by_n"]) == {"2", "3"}
+    outputs = pd.read_parquet(out / "outputs.parquet")
+    own = outputs[~outputs[COLUMN]].drop(columns=COLUMN)
+    blind = outputs[outputs[COLUMN]].drop(columns=COLUMN)
+    assert len(own) and len(blind)
+    spec = METHODS[method].metrics
+    blocks = spec.setting_blocks(stored)
+    nulls = _independent(method, blind, halves)
+    for setting, (want, names) in _independent(method, own, halves).items():
+        got = blocks[setting]
+        for key, name in names.items():
+            assert _near(got[key]["value"], want[name]["value"]), (setting, key)
+            assert got[key]["n"] == want[name]["n"]
+        if method == "monitor":
+            assert _near(got["anchor_match"]["value"], want["anchor_match"])
+        _validity_agrees(got["validity"], want["validity"])
+        _validity_agrees(got["validity"]["subject_blind"], nulls[setting][0]["validity"])
     proc = cli("report", "--results", str(out), "--out", str(tmp_path / "rep"), "--no-plots")
     assert proc.returncode == 0, proc.stderr
     again = tmp_path / "rep" / "runs" / "tiny" / method / "run" / "metrics.json"

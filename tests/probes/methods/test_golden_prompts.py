@@ -67,11 +67,48 @@ def test_prompt_hgp_and_fs_lke():
     req = prompt_baselines.plan(mc_facts(), tpl, cfg).stages[0].requests[0]
     assert req.context == "Peter Grunberg was born in"
     assert req.continuations == (" 1939", " 1901", " 1925")
+    # FS-LKE as in the paper's Table 1 ("Albert Einstein was born in 1879, Brian Kobilka was
+    # born in 1955, Peter Grunberg was born in") and Fig. 6: the prompt in place of ZP-LKE's
+    # subject-object separator, pairs joined by ", ", no sentence full stops
     fs = prompt_baselines.plan(mc_facts(), tpl, prompt_baselines.PromptConfig(
         fs_examples=2, response_tokens=0)).stages[0].requests[0]
-    sentences = fs.context.split(". ")
-    assert len(sentences) == 3 and sentences[-1] == "Peter Grunberg was born in"
-    assert all(" was born in " in s for s in sentences[:2])
+    assert fs.context == ("Marie Curie was born in 1867, Albert Einstein was born in 1879, "
+                          "Peter Grunberg was born in")
+    assert fs.continuations == (" 1939", " 1901", " 1925")
+    # the same two examples as ZP-LKE's seed-0 draw, with " " in place of the prompt
+    zp = zp_lke.plan(mc_facts(), zp_lke.ZPLKEConfig(n_examples=(2,), response_tokens=0))
+    assert zp.stages[0].requests[0].context == "Marie Curie 1867, Albert Einstein 1879, " \
+        "Peter Grunberg"
+
+
+def born_templates() -> list[Template]:
+    texts = ["[X] was born in [Y].", "[X] was born in the year [Y].", "[X] is from [Y].",
+             "The birth year of [X] is [Y].", "[X] came into the world in [Y]."]
+    out = [Template(f"born/m{i + 1}", "born", t, "statement") for i, t in enumerate(texts)]
+    out.append(Template("born/m6", "born", "In which year was [X] born? [Y].", "question"))
+    out.append(Template("born/m7", "born", "[X] was born in [Y]. True or false?", "check"))
+    return out
+
+
+def test_prompt_draws_three_templates_per_relation():
+    # Sec. 4.1: three templates per relation drawn at random; a question per (fact, template)
+    plan = prompt_baselines.plan(mc_facts(), born_templates(),
+                                 prompt_baselines.PromptConfig(response_tokens=0))
+    contexts = {r.meta["template_id"]: r.context for r in plan.stages[0].requests}
+    assert contexts == {"born/m2": "Peter Grunberg was born in the year",
+                        "born/m3": "Peter Grunberg is from",
+                        "born/m4": "The birth year of Peter Grunberg is"}
+    assert plan.info["templates"] == {"born": ["born/m2", "born/m3", "born/m4"]}
+    other = prompt_baselines.plan(mc_facts(), born_templates(), prompt_baselines.PromptConfig(
+        response_tokens=0, seed=2)).info["templates"]["born"]
+    assert other == ["born/m1", "born/m3", "born/m5"]     # another seed, another draw
+    one = prompt_baselines.plan(mc_facts(), born_templates(), prompt_baselines.PromptConfig(
+        response_tokens=0, template_id="m4")).stages[0].requests
+    assert [r.context for r in one] == ["The birth year of Peter Grunberg is"]
+    # a pool of two (no more statements): both, whatever the count
+    two = prompt_baselines.plan(mc_facts(), born_templates()[:2], prompt_baselines.PromptConfig(
+        response_tokens=0, template_count=3)).info["templates"]["born"]
+    assert two == ["born/m1", "born/m2"]
 
 
 def mp_facts() -> pd.DataFrame:
@@ -126,24 +163,93 @@ def test_belief_icl_samples_on_a_subset():
     assert all(r.samples == 7 for r in plan.stages[1].requests)
 
 
-def test_monitor_prompts():
+def test_belief_icl_samples_distinct_pairs_equally_per_context():
+    # France: 2 names x 2 templates = 4 prompts; Peru: 1 x 2 = 2; in each context 3 sampled
+    # prompts: one of each pair (the paper's "prompts from unique subject-relation pairs"),
+    # then a second distinct prompt of one pair; the same three in both contexts
+    cfg = belief_icl.BeliefICLConfig(contexts=("zero", "1-template"), samples=5,
+                                     sample_prompts=3)
+    plan = belief_icl.plan(mp_facts(), TPL, cfg)
+    key = ("fact_id", "template_id", "subject_name")
+    per_ctx: dict[str, list] = {}
+    for r in plan.stages[1].requests:
+        per_ctx.setdefault(r.meta["context"], []).append(tuple(r.meta[k] for k in key))
+    assert sorted(per_ctx) == ["1-template", "zero"]
+    zero, few = per_ctx["zero"], per_ctx["1-template"]
+    assert len(zero) == len(set(zero)) == 3 and set(zero) == set(few)
+    assert {f for f, _, _ in zero} == {"a", "b"}
+    assert plan.info["sampled_per_context"] == 3
+    two = belief_icl.plan(mp_facts(), TPL, belief_icl.BeliefICLConfig(
+        contexts=("zero",), samples=5, sample_prompts=2)).stages[1].requests
+    assert sorted(r.meta["fact_id"] for r in two) == ["a", "b"]       # one prompt per pair
+    # more than there are: every prompt once per context, none twice
+    every = belief_icl.plan(mp_facts(), TPL, belief_icl.BeliefICLConfig(
+        contexts=("zero", "1-template"), samples=5, sample_prompts=100)).stages[1].requests
+    units = [(r.meta["context"],) + tuple(r.meta[k] for k in key) for r in every]
+    assert len(units) == len(set(units)) == 2 * 6
+
+
+def monitor_plan(**kw):
     facts = mp_facts().assign(negatives=[["Rome", "Lima"], ["Paris"]])
     tpls = [TPL[1], Template("cap/m4", "cap", "Which city is the seat of [X]? [Y].", "question",
                              "manual", "")]
-    plan = monitor.plan(facts, tpls, monitor.MonitorConfig())
+    return monitor.plan(facts, tpls, monitor.MonitorConfig(**kw))
+
+
+def test_monitor_prompts_are_the_papers_frames():
+    # Table 1: QA frame (2) "Which country is [X] situated?", positive (4) "[Y]. <question>",
+    # negative (5) "[Y_]. <question>": the question ends the prompt, no answer cue
+    plan = monitor_plan()
+    assert [s.name for s in plan.stages] == ["anchor", "frames", "object", "foreign"]
     anchor = plan.stages[0].requests[0]
-    assert anchor.prompt == "Paris. What is the capital of France?\nAnswer:"
+    assert anchor.prompt == "Paris. What is the capital of France?"
+    # accuracy over the R x M frame-context combinations (Sec. 4.3): R = 2, M = 2 for France
+    frames = [r.prompt for r in plan.stages[1].requests if r.meta["fact_id"] == "a"]
+    assert frames == ["Rome. What is the capital of France?",
+                      "Lima. What is the capital of France?",
+                      "Rome. Which city is the seat of France?",
+                      "Lima. Which city is the seat of France?"]
+    assert len([r for r in plan.stages[1].requests if r.meta["fact_id"] == "b"]) == 2 * 1
+
+
+def test_monitor_anchor_is_the_objects_tokens():
+    plan = monitor_plan()
+    outputs = pd.DataFrame([{"stage": "anchor", "fact_id": "a", "text": " Paris.",
+                             "gold": "Paris", "token_ids": [5, 6]},
+                            {"stage": "anchor", "fact_id": "b", "text": " Rome",
+                             "gold": "Lima", "token_ids": [7]}])
+    # P(o | s, r, i+): the object " Paris" (not " Paris.") under the positive prompt
+    obj = plan.stages[2].build(outputs)
+    assert [(r.context, r.continuations) for r in obj] == \
+        [("Paris. What is the capital of France?", (" Paris",))]
+    assert (obj[0].meta["n_paraphrases"], obj[0].meta["n_negatives"]) == (2, 2)
+    foreign = plan.stages[3].build(outputs)
+    assert [r.context for r in foreign] == ["What is the capital of France?",
+                                            "Which city is the seat of France?",
+                                            "Rome. What is the capital of France?",
+                                            "Lima. What is the capital of France?"]
+    assert all(r.continuations == (" Paris",) for r in foreign)
+
+
+def test_monitor_compat_watches_the_objects_tokens_only():
+    plan = monitor_plan(compat=True)
+    outputs = pd.DataFrame([{"stage": "anchor", "fact_id": "a", "text": " Paris.",
+                             "gold": "Paris", "token_ids": [5, 6], "n_tokens": 2},
+                            {"stage": "object", "fact_id": "a", "text": None,
+                             "gold": "Paris", "token_ids": None, "n_tokens": 1}])
+    foreign = plan.stages[3].build(outputs)
+    assert len(foreign) == 4 and all(r.watch == (5,) and r.max_new_tokens == 1
+                                     for r in foreign)
+
+
+def test_monitor_named_options_give_the_older_frames():
+    plan = monitor_plan(answer_suffix="\nAnswer:", accuracy="monitor")
+    assert plan.stages[0].requests[0].prompt == "Paris. What is the capital of France?\nAnswer:"
     frames = [r.prompt for r in plan.stages[1].requests if r.meta["fact_id"] == "a"]
     assert frames == ["What is the capital of France?\nAnswer:",
                       "Which city is the seat of France?\nAnswer:",
                       "Rome. What is the capital of France?\nAnswer:",
                       "Lima. What is the capital of France?\nAnswer:"]
-    outputs = pd.DataFrame([{"stage": "anchor", "fact_id": "a", "text": " Paris.",
-                             "gold": "Paris", "token_ids": [5, 6]},
-                            {"stage": "anchor", "fact_id": "b", "text": " Rome",
-                             "gold": "Lima", "token_ids": [7]}])
-    foreign = plan.stages[2].build(outputs)
-    assert len(foreign) == 4 and all(r.continuation_ids == ((5, 6),) for r in foreign)
 
 
 def test_monitor_needs_negatives():
