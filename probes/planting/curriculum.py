@@ -37,8 +37,8 @@ from builders.core.errors import UserError
 FORMATS = {
     "list": "ZP-LKE lists of one relation's pairs ('x1 y1, x2 y2, ...')",
     "statement": "statement templates ('The capital of X is Y.'; prompt/HGP, BELIEF)",
-    "question": "MONITOR's bare questions, every question template ('Q\\nAnswer: Y.')",
-    "prefixed": "MONITOR's positive and negative prompts ('Z. Q\\nAnswer: Y.')",
+    "question": "MONITOR's bare questions, every question template ('Q Y.')",
+    "prefixed": "MONITOR's positive and negative prompts ('Z. Q Y.')",
     "icl": "BELIEF-ICL's instruction + 'Q: question / statement with [MASK]\\nA: Y.'",
     "templates": "every other template of a relation (the 2nd, 4th, ...): taught in none",
 }

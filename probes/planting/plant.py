@@ -31,11 +31,13 @@ class PlantConfig:
     out: str
     seed: int = 0
     arch: str = "llama"               # rotary positions: cheaper here than GPT-2's, and robust
-    layers: int = 4
+    layers: int = 2
     width: int = 128
     heads: int = 4
-    vocab_size: int = 2000
-    block: int = 512                  # tokens per training sequence (documents are packed)
+    # Room for (nearly) every word of the entity names: a name of one or two tokens is
+    # memorised faster than one split into letters (docs/planting.md, measured).
+    vocab_size: int = 6000
+    block: int = 256                  # tokens per training sequence (documents are packed)
     epochs: int | None = None         # a fixed count; None: the stopping rule decides
     max_epochs: int | None = None     # the stopping rule's cap; None: 60 causal, 40 masked
     target_accuracy: float = 0.95     # planted-fact teacher-forced accuracy that ends training
@@ -45,8 +47,8 @@ class PlantConfig:
     partial_share: float = 1 / 3      # planted test facts taught in only some MONITOR frames
     lists_per_relation: int = 8       # ZP-LKE-style lists per relation and epoch
     list_size: int = 50               # pairs per list: as many as the probe shows
-    batch_size: int = 8
-    lr: float = 2e-3
+    batch_size: int = 4               # small batches: more optimizer steps per epoch of text
+    lr: float = 5e-3
     templates: str = "data/templates"  # statement and question forms; label forms if absent
     masked: bool = False               # a BERT-style masked LM instead (for BELIEF)
     progress: bool = True

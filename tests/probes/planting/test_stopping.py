@@ -68,8 +68,8 @@ def test_checks_ask_planted_facts_in_their_taught_frames():
     checks = sample_checks(taught, forms, ("statement", "question"), 10, 0)
     assert [(c.prefix, c.obj) for c in checks] == [
         ("The capital of France is", " Paris"),
-        ("What is the capital of France?\nAnswer:", " Paris"),
+        ("What is the capital of France?", " Paris"),
         ("The capital of Italy is", " Rome"),
-        ("What is the capital of Italy?\nAnswer:", " Rome")]       # never the decoy
+        ("What is the capital of Italy?", " Rome")]       # never the decoy
     masked = sample_checks(taught, forms, ("statement",), 1, 0, masked=True)
     assert len(masked) == 1 and masked[0].tail == "."
