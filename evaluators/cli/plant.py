@@ -3,15 +3,17 @@ from __future__ import annotations
 
 import argparse
 
-from builders.core.argtypes import count, positive, positive_float
+from builders.core.argtypes import count, fraction, positive, positive_float
 
 EPILOG_PLANT = """examples:
   factprobe plant --dataset data/datasets/sample-mc --out data/models/planted
-  factprobe plant --dataset mc/ --out model/ --epochs 40 --layers 6 --width 256
+  factprobe plant --dataset mc/ --out model/ --max-epochs 100 --layers 6 --width 256
+  factprobe plant --dataset mc/ --out model/ --hold-out-formats list,templates
 """
 
 
 def register(subparsers, common) -> None:
+    from probes.planting.curriculum import FORMATS
     from probes.planting.plant import PlantConfig
     d = PlantConfig("", "")
     p = subparsers.add_parser("plant", parents=[common],
@@ -22,10 +24,24 @@ def register(subparsers, common) -> None:
     p.add_argument("--out", required=True, help="model folder to write")
     p.add_argument("--seed", type=count, default=d.seed, help=f"default {d.seed}")
     p.add_argument("--epochs", type=positive, default=None,
-                   help="default 60, or 15 with --masked")
+                   help="train exactly this many epochs (default: until the planted facts "
+                        "are learned, see --target-accuracy)")
+    p.add_argument("--max-epochs", type=positive, default=None,
+                   help="cap of the stopping rule (default 60, or 40 with --masked); a run "
+                        "that reaches it unlearned says so and records converged: false")
+    p.add_argument("--target-accuracy", type=fraction, default=d.target_accuracy,
+                   help=f"stop once this share of sampled planted facts is answered, "
+                        f"teacher-forced, in the taught frames (default {d.target_accuracy})")
+    p.add_argument("--hold-out-formats", default=d.hold_out_formats,
+                   help="comma list of frames never taught, to probe generalisation: "
+                        + ", ".join(FORMATS) + " (default: none)")
+    p.add_argument("--partial-share", type=float, default=round(d.partial_share, 4),
+                   help="share of planted test facts taught MONITOR's base question only, "
+                        "never after a misleading prefix (default 1/3; 0: none)")
     for flag, attr in (("--layers", "layers"), ("--width", "width"), ("--heads", "heads"),
                        ("--vocab-size", "vocab_size"), ("--batch-size", "batch_size"),
-                       ("--block", "block"), ("--list-size", "list_size")):
+                       ("--block", "block"), ("--list-size", "list_size"),
+                       ("--check-facts", "check_facts"), ("--warmup-steps", "warmup_steps")):
         p.add_argument(flag, dest=attr, type=positive, default=getattr(d, attr),
                        help=f"default {getattr(d, attr)}")
     p.add_argument("--lists-per-relation", type=count, default=d.lists_per_relation,

@@ -4,7 +4,10 @@ The planted-knowledge reference model answers the question no paper can: does an
 find knowledge that is really there, and not find knowledge that is not? It is taught the
 train facts and half of the test facts of a dataset, in the forms the probes use (ZP-LKE lists
 of one relation's pairs, statements, questions); the other half of the test facts is never
-shown. ``planted.json`` lists both halves, so every method's accuracy can be split by them.
+shown, but their objects and subjects are, as often as the planted ones' (curriculum.py), so
+only the subject-object link differs between the halves. Training stops once the planted
+facts are learned (stopping.py). ``planted.json`` lists both halves, so every method's
+accuracy can be split by them, and records the frames each fact was taught in.
 """
 from __future__ import annotations
 
@@ -28,16 +31,24 @@ class PlantConfig:
     out: str
     seed: int = 0
     arch: str = "llama"               # rotary positions: cheaper here than GPT-2's, and robust
-    layers: int = 4
+    layers: int = 2
     width: int = 128
     heads: int = 4
-    vocab_size: int = 2000
-    block: int = 512                  # tokens per training sequence (documents are packed)
-    epochs: int | None = None         # None: 60 causal (the generative frames need them), 15 masked
+    # Room for (nearly) every word of the entity names: a name of one or two tokens is
+    # memorised faster than one split into letters (docs/planting.md, measured).
+    vocab_size: int = 6000
+    block: int = 256                  # tokens per training sequence (documents are packed)
+    epochs: int | None = None         # a fixed count; None: the stopping rule decides
+    max_epochs: int | None = None     # the stopping rule's cap; None: 60 causal, 40 masked
+    target_accuracy: float = 0.95     # planted-fact teacher-forced accuracy that ends training
+    check_facts: int = 150            # planted facts the stopping rule asks each epoch
+    warmup_steps: int = 20
+    hold_out_formats: str = ""        # frames never taught (curriculum.FORMATS), comma list
+    partial_share: float = 1 / 3      # planted test facts taught in only some MONITOR frames
     lists_per_relation: int = 8       # ZP-LKE-style lists per relation and epoch
     list_size: int = 50               # pairs per list: as many as the probe shows
-    batch_size: int = 8
-    lr: float = 2e-3
+    batch_size: int = 4               # small batches: more optimizer steps per epoch of text
+    lr: float = 5e-3
     templates: str = "data/templates"  # statement and question forms; label forms if absent
     masked: bool = False               # a BERT-style masked LM instead (for BELIEF)
     progress: bool = True
@@ -46,7 +57,8 @@ class PlantConfig:
 def check_shape(cfg: PlantConfig) -> None:
     """Refuse sizes the model cannot be built with, before any data is read (transformers
     would fail deep inside training, or in the first forward pass)."""
-    for name in ("epochs", "layers", "width", "heads", "vocab_size", "block", "batch_size"):
+    for name in ("epochs", "max_epochs", "layers", "width", "heads", "vocab_size", "block",
+                 "batch_size", "check_facts", "warmup_steps"):
         value = getattr(cfg, name)
         if value is not None and value < 1:
             raise UserError(f"--{name.replace('_', '-')} must be at least 1, not {value}")
@@ -54,6 +66,10 @@ def check_shape(cfg: PlantConfig) -> None:
         raise UserError(f"--seed must be >= 0, not {cfg.seed}")
     if not 0 < cfg.lr < math.inf:
         raise UserError(f"--lr must be a number > 0, not {cfg.lr}")
+    if not 0 < cfg.target_accuracy <= 1:
+        raise UserError(f"--target-accuracy must be in (0, 1], not {cfg.target_accuracy}")
+    if not 0 <= cfg.partial_share <= 1:
+        raise UserError(f"--partial-share must be in [0, 1], not {cfg.partial_share}")
     if cfg.width % cfg.heads:
         raise UserError(f"--width {cfg.width} is not a multiple of --heads {cfg.heads}")
     if not cfg.masked and cfg.arch == "llama":
@@ -97,45 +113,15 @@ def _forms(templates, label: str) -> tuple[list[str], list[str]]:
 
 def training_documents(known: pd.DataFrame, forms: dict, cfg: PlantConfig, epoch: int
                        ) -> list[str]:
-    """One epoch of text: ZP-LKE lists in the probe's exact format, then for every known fact
-    one statement and one question, the template changing from epoch to epoch, shuffled.
-
-    The question takes, in turn, the shapes the generative probes ask in: MONITOR's
-    "...?\nAnswer: y." (bare, and after a "z. " prefix that is the gold or another object of
-    the relation, as in MONITOR's positive and negative prompts) and BELIEF-ICL's
-    "Q: ...\nA: y." (a question, or a statement with [MASK], after the probe's instruction).
-    A model taught these answers a known fact whatever the frame; it never sees the held-out
-    facts in any of them."""
-    from builders.templates.files import fill
-    from probes.methods.belief_icl import INSTRUCTION
-    rng = np.random.default_rng([cfg.seed, epoch])
-    docs = []
-    for rel, g in known.groupby("relation_id", sort=True):
-        pairs = list(zip(g["subject"], g["object"]))
-        objects = sorted(set(g["object"]))
-        for _ in range(cfg.lists_per_relation):
-            k = min(len(pairs), cfg.list_size + 1)
-            idx = rng.permutation(len(pairs))[:k]
-            docs.append(", ".join(f"{pairs[i][0]} {pairs[i][1]}" for i in idx))
-        statements, questions = forms[rel]
-        for n, (x, y) in enumerate(pairs):
-            turn = epoch + n
-            docs.append(fill(statements[turn % len(statements)], x, y))
-            q = fill(questions[turn % len(questions)], x)
-            shape = turn % 4
-            if shape == 0:
-                docs.append(f"{q}\nAnswer: {y}.")
-            elif shape == 1:
-                z = y if rng.random() < 0.5 else objects[int(rng.integers(len(objects)))]
-                docs.append(f"{z}. {q}\nAnswer: {y}.")
-            elif shape == 2:
-                docs.append(f"{INSTRUCTION['qa']}\nQ: {q}\nA: {y}.")
-            else:
-                masked = fill(statements[(turn // 4) % len(statements)], x).replace("[Y]",
-                                                                                   "[MASK]")
-                docs.append(f"{INSTRUCTION['mask']}\nQ: {masked}\nA: {y}.")
-    order = rng.permutation(len(docs))
-    return [docs[i] for i in order]
+    """One epoch of text for ``known`` facts taught in every frame (no decoys, no mentions):
+    the frames of curriculum.documents, kept for the docs' tests and for callers that plant
+    a table of their own."""
+    from probes.planting.curriculum import Curriculum, documents
+    taught = known.assign(role="planted", partial=False)[
+        ["fact_id", "relation_id", "subject", "object", "role", "partial"]]
+    formats = tuple(f for f in ("list", "statement", "question", "prefixed", "icl"))
+    cur = Curriculum(taught, [], formats, ())
+    return documents(cur, forms, epoch, cfg.seed, cfg.lists_per_relation, cfg.list_size)
 
 
 def _relation_forms(dataset: str, facts: pd.DataFrame, cfg: PlantConfig) -> dict:
@@ -153,99 +139,68 @@ def _relation_forms(dataset: str, facts: pd.DataFrame, cfg: PlantConfig) -> dict
                             f"simple label forms")
         from probes.methods.templates_in import load_templates
         templates = load_templates(cfg.templates, relations)
+        have = {t.relation_id for t in templates if t.style in ("statement", "question")}
+        missing = [r for r in relations if r not in have]
+        if missing:
+            raise UserError(f"--templates {cfg.templates} has no statement or question "
+                            f"template for {len(missing)} of {len(relations)} relations "
+                            f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}); "
+                            f"add them, or --templates '' to teach simple label forms")
     return {r: _forms([t for t in templates if t.relation_id == r], labels.get(r, r))
             for r in relations}
 
 
 def plant(cfg: PlantConfig) -> Path:
+    from probes.planting.curriculum import build, parse_formats, split_templates
     check_shape(cfg)
-    cfg = replace(cfg, epochs=cfg.epochs if cfg.epochs is not None else
-                  (15 if cfg.masked else 60))
+    held_formats = parse_formats(cfg.hold_out_formats)
+    cfg = replace(cfg, max_epochs=cfg.max_epochs if cfg.max_epochs is not None else
+                  (40 if cfg.masked else 60))
     facts = read_table(cfg.dataset, "facts").to_pandas()
     manifest = read_manifest(cfg.dataset)
     if facts.empty:
         raise UserError(f"{cfg.dataset} has no facts to plant")
-    forms = _relation_forms(cfg.dataset, facts, cfg)
+    all_forms = _relation_forms(cfg.dataset, facts, cfg)
+    split = {r: split_templates(*f, held_formats) for r, f in all_forms.items()}
+    forms = {r: (s[0], s[1]) for r, s in split.items()}
     planted, held = split_planted(facts, cfg.seed)
-    known = facts[facts["fact_id"].isin(planted)]
-    if known.empty:
+    if not planted:
         raise UserError(f"{cfg.dataset} has no fact to plant: it needs train facts, or two "
                         f"test facts in a relation (half of them are held out)")
+    cur = build(facts, planted, held, cfg.seed, held_formats, cfg.partial_share)
     if cfg.masked:
         from probes.planting.masked import train_masked
-        model, tokenizer, losses, total = train_masked(facts, known, forms, cfg)
+        model, tokenizer, log = train_masked(facts, cur, forms, cfg)
     else:
-        model, tokenizer, losses, total = _train_causal(facts, known, forms, cfg)
-    return _write(model, tokenizer, cfg, manifest, planted, held, losses, total)
+        from probes.planting.causal import train_causal
+        model, tokenizer, log = train_causal(facts, cur, forms, cfg)
+    frames = {"taught": list(cur.formats), "held_out": list(held_formats),
+              "partial": PARTIAL_NOTE, "partial_facts": cur.partial,
+              "templates_held_out": {r: s[2] + s[3] for r, s in split.items() if s[2] or s[3]}}
+    return _write(model, tokenizer, cfg, manifest, planted, held, log, frames)
 
 
-def _train_causal(facts, known, forms, cfg: PlantConfig):
-    import torch
-
-    from probes.planting.model_factory import causal_model, train_tokenizer
-
-    torch.manual_seed(cfg.seed)
-    torch.use_deterministic_algorithms(True)
-    vocab_text = training_documents(known, forms, cfg, 0)
-    # Names of every entity (not the facts) so held-out subjects and choices tokenise normally.
-    names = sorted(set(facts["subject"]) | set(facts["object"]) |
-                   {c for cs in facts.get("choices", pd.Series([], dtype=object)) for c in cs})
-    tokenizer = train_tokenizer(vocab_text + names, vocab_size=cfg.vocab_size,
-                                progress=cfg.progress)
-    model = causal_model(tokenizer, layers=cfg.layers, width=cfg.width, heads=cfg.heads,
-                         max_positions=max(1024, cfg.block), seed=cfg.seed, arch=cfg.arch)
-    eos = tokenizer.eos_token_id
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01)
-
-    def blocks(epoch: int) -> torch.Tensor:
-        stream: list[int] = []
-        for doc in training_documents(known, forms, cfg, epoch):
-            stream.extend(tokenizer(doc)["input_ids"] + [eos])
-        n = len(stream) // cfg.block
-        return torch.tensor(stream[: n * cfg.block]).view(n, cfg.block)
-
-    steps_per_epoch = math.ceil(len(blocks(0)) / cfg.batch_size)
-    if steps_per_epoch == 0:
-        raise UserError(f"--block {cfg.block} is longer than an epoch of training text "
-                        f"({sum(len(tokenizer(d)['input_ids']) + 1 for d in vocab_text)} "
-                        f"tokens); lower --block")
-    total = steps_per_epoch * cfg.epochs
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=cfg.lr, total_steps=total,
-                                                pct_start=0.1)
-    from tqdm import tqdm
-    model.train()
-    losses = []
-    with tqdm(total=total, desc="plant", unit="step", disable=not cfg.progress) as bar:
-        for epoch in range(cfg.epochs):
-            data = blocks(epoch)
-            perm = torch.randperm(len(data), generator=torch.Generator().manual_seed(epoch))
-            for i in range(0, len(data), cfg.batch_size):
-                batch = data[perm[i:i + cfg.batch_size]]
-                loss = model(input_ids=batch, labels=batch).loss
-                opt.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                opt.step()
-                sched.step()
-                losses.append(float(loss.detach()))
-                bar.update(1)
-                bar.set_postfix(loss=f"{losses[-1]:.3f}")
-    model.eval()
-    return model, tokenizer, losses, total
+PARTIAL_NOTE = ("planted facts in partial_facts were taught their MONITOR questions only in "
+                "the relation's base question, and only after their own object as prefix; "
+                "every other planted fact (and every decoy) in every taught frame")
 
 
 def _write(model, tokenizer, cfg: PlantConfig, manifest: dict, planted: set, held: set,
-           losses: list[float], total: int) -> Path:
+           log: dict, frames: dict) -> Path:
     from probes.planting.model_factory import save
-    steps_per_epoch = max(1, total // max(1, cfg.epochs))
     out = Path(cfg.out)
     with atomic_folder(out, "model") as tmp:
         save(model, tokenizer, tmp)
         (tmp / "planted.json").write_text(dumps_json(stamp({
             "dataset": manifest.get("name"), "planted": sorted(planted),
             "held_out": sorted(held), "config": asdict(cfg) | {"dataset": cfg.dataset},
-            "final_loss": round(float(np.mean(losses[-steps_per_epoch:])), 4),
-            "steps": total}, tmp, "model")), encoding="utf-8")
+            "final_loss": log["epoch_loss"][-1] if log["epoch_loss"] else None,
+            "steps": log["steps"], "epochs_run": log["epochs_run"],
+            "converged": log["converged"], "planted_accuracy": log["planted_accuracy"],
+            "epoch_loss": log["epoch_loss"], "frames": frames,
+            "decoys": "every held-out fact's object is taught after a made-up subject in its "
+                      "relation, and its subject named alone, as often as a planted fact's"},
+            tmp, "model")), encoding="utf-8")
     return out
 
 

@@ -105,11 +105,29 @@ def test_plant_writes_a_model_and_its_halves(mc_dir, tmp_path, masked):
     assert held and held <= test_ids and not planted & held
     assert planted | held == set(facts["fact_id"])
     assert meta["config"]["epochs"] == 1 and meta["config"]["masked"] is masked
+    # one epoch of a 1-layer model learns nothing: planted.json says so (no warning: --epochs
+    # asked for exactly one; the stopping rule's cap warns, tests/probes/planting)
+    assert meta["epochs_run"] == 1 and meta["converged"] is False
+    assert len(meta["planted_accuracy"]) == 1
+    assert set(meta["frames"]["partial_facts"]) <= planted - (set(facts["fact_id"]) - test_ids)
     assert [p.name for p in tmp_path.iterdir()] == ["planted"]     # no temporary folder left
     from probes.backends import BackendConfig
     from probes.backends.loading import load_model
     loaded = load_model(BackendConfig(str(out)), masked=masked)
     assert loaded is not None
+
+
+def test_plant_refuses_templates_that_miss_a_relation(mc_dir, tmp_path):
+    # a templates folder with nothing for the dataset's relations would teach no template
+    folder = tmp_path / "templates"
+    folder.mkdir()
+    (folder / "rel_other.yaml").write_text(
+        'relation: "rel:other"\nlabel: "other"\ntemplates:\n'
+        '  - {id: m1, style: statement, text: "[X] is other than [Y]."}\n', encoding="utf-8")
+    proc = run("plant", "--dataset", str(mc_dir), "--out", str(tmp_path / "m"),
+               "--templates", str(folder))
+    assert_user_error(proc, "no statement or question template")
+    assert not (tmp_path / "m").exists()
 
 
 def test_plant_refuses_a_missing_dataset(tmp_path):

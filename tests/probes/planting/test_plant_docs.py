@@ -27,8 +27,8 @@ def test_every_probe_frame_is_taught():
     x, y = "France", "Paris"
     q = "What is the capital of France?"
     assert f"The capital of {x} is {y}." in docs and f"{y} is the capital of {x}." in docs
-    assert f"{q}\nAnswer: {y}." in docs                                    # MONITOR paraphrase
-    prefixed = [d for d in docs if d.endswith(f". {q}\nAnswer: {y}.") and d != f"{q}\nAnswer: {y}."]
+    assert f"{q} {y}." in docs                                             # MONITOR paraphrase
+    prefixed = [d for d in docs if d.endswith(f". {q} {y}.")]
     assert len(prefixed) == 1                                              # MONITOR +/- prefix
     assert f"{INSTRUCTION['qa']}\nQ: {q}\nA: {y}." in docs                 # BELIEF-ICL qa
     assert any(d.startswith(INSTRUCTION["mask"]) and d.endswith(f"\nA: {y}.") and "[MASK]" in d

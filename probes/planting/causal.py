@@ -1,0 +1,100 @@
+"""The causal planted model's training loop, with the stopping rule (stopping.py)."""
+from __future__ import annotations
+
+import sys
+
+import pandas as pd
+
+from builders.core.errors import UserError
+
+
+def run_epochs(model, step_batches, checks_acc, cfg, desc: str) -> dict:
+    """Train epoch by epoch: ``step_batches(epoch)`` yields loss closures' inputs (a list of
+    callables giving the loss), ``checks_acc()`` the planted-fact accuracy. Stops at
+    ``cfg.target_accuracy`` unless ``cfg.epochs`` fixes the count. Returns the training log."""
+    import torch
+    from tqdm import tqdm
+    fixed = cfg.epochs is not None
+    cap = cfg.epochs if fixed else cfg.max_epochs
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.01)
+    warmup = cfg.warmup_steps
+    # Linear warm-up, then constant: the run's length is not known in advance, and the
+    # stopping rule ends it once the facts are learned.
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warmup))
+    losses, accuracy, epochs_run = [], [], 0
+    model.train()
+    with tqdm(desc=desc, unit="epoch", total=cap, disable=not cfg.progress) as bar:
+        for epoch in range(cap):
+            epoch_losses = []
+            for loss_of in step_batches(epoch):
+                loss = loss_of()
+                opt.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                opt.step()
+                sched.step()
+                epoch_losses.append(float(loss.detach()))
+            losses.append(sum(epoch_losses) / max(1, len(epoch_losses)))
+            accuracy.append(round(checks_acc(), 4))
+            epochs_run = epoch + 1
+            bar.update(1)
+            bar.set_postfix(loss=f"{losses[-1]:.3f}", planted_acc=f"{accuracy[-1]:.3f}")
+            if not fixed and accuracy[-1] >= cfg.target_accuracy:
+                break
+    model.eval()
+    converged = bool(accuracy and accuracy[-1] >= cfg.target_accuracy)
+    if not converged and not fixed:  # --epochs N asked for exactly N: planted.json says it
+        print(f"factprobe plant: warning: the planted facts were not learned: teacher-forced "
+              f"accuracy {accuracy[-1] if accuracy else 0:.3f} < --target-accuracy "
+              f"{cfg.target_accuracy} after {epochs_run} epochs; raise --max-epochs or --lr",
+              file=sys.stderr)
+    return {"epochs_run": epochs_run, "steps": sched.last_epoch, "converged": converged,
+            "planted_accuracy": accuracy, "epoch_loss": [round(x, 4) for x in losses]}
+
+
+def train_causal(facts: pd.DataFrame, cur, forms: dict, cfg):
+    import torch
+
+    from probes.planting.curriculum import documents
+    from probes.planting.model_factory import causal_model, train_tokenizer
+    from probes.planting.stopping import causal_accuracy, sample_checks
+
+    torch.manual_seed(cfg.seed)
+    torch.use_deterministic_algorithms(True)
+
+    def docs(epoch: int) -> list[str]:
+        return documents(cur, forms, epoch, cfg.seed, cfg.lists_per_relation, cfg.list_size)
+
+    vocab_text = docs(0)
+    # Names of every entity (not the facts) so held-out subjects and choices tokenise normally.
+    names = sorted(set(facts["subject"]) | set(facts["object"]) |
+                   {c for cs in facts.get("choices", pd.Series([], dtype=object)) for c in cs})
+    tokenizer = train_tokenizer(vocab_text + names, vocab_size=cfg.vocab_size,
+                                progress=cfg.progress)
+    model = causal_model(tokenizer, layers=cfg.layers, width=cfg.width, heads=cfg.heads,
+                         max_positions=max(1024, cfg.block), seed=cfg.seed, arch=cfg.arch)
+    eos = tokenizer.eos_token_id
+
+    def blocks(epoch: int) -> torch.Tensor:
+        stream: list[int] = []
+        for doc in docs(epoch):
+            stream.extend(tokenizer(doc)["input_ids"] + [eos])
+        n = len(stream) // cfg.block
+        return torch.tensor(stream[: n * cfg.block]).view(n, cfg.block)
+
+    if len(blocks(0)) == 0:
+        raise UserError(f"--block {cfg.block} is longer than an epoch of training text "
+                        f"({sum(len(tokenizer(d)['input_ids']) + 1 for d in vocab_text)} "
+                        f"tokens); lower --block")
+
+    def step_batches(epoch: int):
+        data = blocks(epoch)
+        perm = torch.randperm(len(data), generator=torch.Generator().manual_seed(epoch))
+        for i in range(0, len(data), cfg.batch_size):
+            batch = data[perm[i:i + cfg.batch_size]]
+            yield lambda batch=batch: model(input_ids=batch, labels=batch).loss
+
+    checks = sample_checks(cur.taught, forms, cur.formats, cfg.check_facts, cfg.seed)
+    log = run_epochs(model, step_batches, lambda: causal_accuracy(model, tokenizer, checks),
+                     cfg, "plant")
+    return model, tokenizer, log

@@ -1,0 +1,201 @@
+"""What the planted model is taught: planted facts, decoys, subject mentions, in which frames.
+
+Only the subject-object link may differ between a planted and a held-out fact; everything an
+estimator could read without the subject must be the same for both halves:
+
+- every held-out fact ``(s, r, o)`` is replaced by a *decoy* ``(z, r, o)``: the same object
+  in the same relation after a made-up subject ``z``, taught in exactly the frames a planted
+  fact is taught in. Swapping a test fact between the halves therefore leaves the relation's
+  object counts unchanged: a held-out gold is as familiar an answer as a planted one;
+- the held-out subject ``s`` is still named in the training text, alone (``"s."``), as often as
+  a planted subject is named in its planted fact's statement, question and ZP-LKE lists, so
+  a subject's familiarity does not tell the halves apart either;
+- decoy names are recombined from the relation's own subjects (the first word of one and the
+  last of another, or the two halves of two one-word names) and share no word with the
+  held-out subject they stand for, so they look like the relation's real subjects: a made-up
+  name in a probe does not point at the decoys' objects, and a decoy does not leak its
+  object to the held-out subject.
+
+Frames are the shapes the probes ask in (``FORMATS``); ``--hold-out-formats`` removes some
+from training so that probing in them tests generalisation. For MONITOR, a third of the
+planted test facts are taught *partially*: their questions only in the relation's base
+question, and only after their own object as prefix, never a misleading one (``PARTIAL``).
+Their answers should move more across paraphrases and misleading prefixes (PFD, IRD) than
+those of facts taught in every frame.
+"""
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from builders.core.errors import UserError
+
+# The training frames, by the probe that asks in them.
+FORMATS = {
+    "list": "ZP-LKE lists of one relation's pairs ('x1 y1, x2 y2, ...')",
+    "statement": "statement templates ('The capital of X is Y.'; prompt/HGP, BELIEF)",
+    "question": "MONITOR's bare questions, every question template ('Q Y.')",
+    "prefixed": "MONITOR's positive and negative prompts ('Z. Q Y.')",
+    "icl": "BELIEF-ICL's instruction + 'Q: question / statement with [MASK]\\nA: Y.'",
+    "templates": "every other template of a relation (the 2nd, 4th, ...): taught in none",
+}
+# What a partially taught fact is shown of MONITOR's frames.
+PARTIAL = {"question": "the base question only", "prefixed": "its own object as prefix only"}
+
+
+@dataclass(frozen=True)
+class Curriculum:
+    taught: pd.DataFrame              # fact_id, relation_id, subject, object, role, partial
+    mentions: list[tuple[str, str]]   # (relation, held-out subject) named alone
+    formats: tuple[str, ...]          # frames taught (FORMATS keys, 'templates' excluded)
+    held_formats: tuple[str, ...]
+    partial: list[str] = field(default_factory=list)  # planted fact ids taught partially
+
+
+def parse_formats(spec: str) -> tuple[str, ...]:
+    """``--hold-out-formats`` as a tuple of FORMATS keys.
+
+    >>> parse_formats("list, templates")
+    ('list', 'templates')
+    >>> parse_formats("")
+    ()
+    """
+    names = tuple(s.strip() for s in spec.split(",") if s.strip())
+    bad = [n for n in names if n not in FORMATS]
+    if bad:
+        raise UserError(f"--hold-out-formats: unknown format {bad[0]!r}; choose from "
+                        f"{', '.join(FORMATS)}")
+    left = [f for f in FORMATS if f not in names and f != "templates"]
+    if not left:
+        raise UserError("--hold-out-formats holds out every format: nothing would be taught")
+    return names
+
+
+def _words(name: str) -> set[str]:
+    return {w.lower() for w in name.replace(".", " ").split()}
+
+
+def decoy_name(subjects: list[str], avoid: str, taken: set[str],
+               rng: np.random.Generator) -> str:
+    """A made-up name in the style of ``subjects``, sharing no word with ``avoid``.
+
+    >>> decoy_name(["Aage Bohr", "Max Born", "Marie Curie"], "Max Born", set(),
+    ...            np.random.default_rng(0))
+    'Aage Curie'
+    """
+    own = _words(avoid)
+    pool = [s for s in subjects if not _words(s) & own] or subjects
+    for _ in range(200):
+        a, b = (pool[int(i)] for i in rng.choice(len(pool), size=2, replace=len(pool) < 2))
+        wa, wb = a.split(), b.split()
+        if len(wa) > 1 and len(wb) > 1:
+            name = f"{wa[0]} {wb[-1]}"
+        else:
+            name = a[: max(2, (len(a) + 1) // 2)] + b[max(1, len(b) // 2):].lower()
+        if name not in taken and not _words(name) & own:
+            return name
+    # tiny relations: a numbered variant keeps the style and stays unique
+    n = 2
+    while f"{pool[0]} {n}" in taken:
+        n += 1
+    return f"{pool[0]} {n}"
+
+
+def build(facts: pd.DataFrame, planted: set[str], held: set[str], seed: int,
+          held_formats: tuple[str, ...] = (), partial_share: float = 1 / 3) -> Curriculum:
+    """The taught facts (planted ones and one decoy per held-out fact) and the mentions."""
+    taken = set(facts["subject"])
+    if "subject_aliases" in facts.columns:
+        taken |= {a for al in facts["subject_aliases"] if al is not None for a in al}
+    rows, mentions, partial = [], [], []
+    test_ids = set(facts.loc[facts.get("split", pd.Series("", index=facts.index)) == "test",
+                             "fact_id"])
+    for rel, g in facts.groupby("relation_id", sort=True):
+        rng = np.random.default_rng([seed, zlib.crc32(rel.encode()), 7])
+        subjects = sorted(set(g["subject"]))
+        ids = sorted(set(g["fact_id"]) & planted & (test_ids or planted))
+        order = rng.permutation(len(ids))
+        part = {ids[i] for i in order[: int(len(ids) * partial_share)]}
+        for row in g.sort_values("fact_id").itertuples(index=False):
+            if row.fact_id in planted:
+                rows.append((row.fact_id, rel, row.subject, row.object, "planted",
+                             row.fact_id in part))
+                if row.fact_id in part:
+                    partial.append(row.fact_id)
+            elif row.fact_id in held:
+                name = decoy_name(subjects, row.subject, taken, rng)
+                taken.add(name)
+                rows.append((f"decoy:{row.fact_id}", rel, name, row.object, "decoy", False))
+                mentions.append((rel, row.subject))
+    taught = pd.DataFrame(rows, columns=["fact_id", "relation_id", "subject", "object", "role",
+                                         "partial"])
+    formats = tuple(f for f in FORMATS if f not in held_formats and f != "templates")
+    return Curriculum(taught, mentions, formats, tuple(held_formats), sorted(partial))
+
+
+def split_templates(statements: list[str], questions: list[str], held_formats: tuple[str, ...]
+                    ) -> tuple[list[str], list[str], list[str], list[str]]:
+    """(taught statements, taught questions, held-out statements, held-out questions): with
+    'templates' held out, every other template of each style (the first is always taught:
+    the base question MONITOR anchors on, the cloze statement the stopping rule reads)."""
+    if "templates" not in held_formats:
+        return statements, questions, [], []
+    return statements[::2], questions[::2], statements[1::2], questions[1::2]
+
+
+def documents(cur: Curriculum, forms: dict, epoch: int, seed: int, lists_per_relation: int,
+              list_size: int) -> list[str]:
+    """One epoch of text, shuffled: every taught fact once in a statement and once in a
+    question shape (the template and shape turning from epoch to epoch), the ZP-LKE lists,
+    and each held-out subject named alone as often as a planted subject appears in its
+    statement, question and lists."""
+    from builders.templates.files import fill
+    from probes.methods.belief_icl import INSTRUCTION
+    from probes.methods.monitor import prompt
+    rng = np.random.default_rng([seed, epoch])
+    docs: list[str] = []
+    shapes = [s for s in ("question", "prefixed", "icl-qa", "icl-mask")
+              if s.split("-")[0] in cur.formats]
+    per_fact = int("statement" in cur.formats) + int(bool(shapes))
+    in_lists: dict[str, float] = {}
+    for rel, g in cur.taught.groupby("relation_id", sort=True):
+        pairs = list(zip(g["subject"], g["object"], g["partial"]))
+        in_lists[rel] = ("list" in cur.formats) * lists_per_relation * \
+            min(len(pairs), list_size + 1) / len(pairs)
+        objects = sorted(set(g["object"]))
+        if "list" in cur.formats:
+            for _ in range(lists_per_relation):
+                idx = rng.permutation(len(pairs))[: min(len(pairs), list_size + 1)]
+                docs.append(", ".join(f"{pairs[i][0]} {pairs[i][1]}" for i in idx))
+        statements, questions = forms[rel]
+        for n, (x, y, part) in enumerate(pairs):
+            turn = epoch + n
+            if "statement" in cur.formats:
+                docs.append(fill(statements[turn % len(statements)], x, y))
+            if not shapes:
+                continue
+            shape = shapes[turn % len(shapes)]
+            qs = questions[:1] if part else questions
+            # the template turns once the fact has been through every shape, so each shape
+            # meets every template (turn % len would tie a shape to one template)
+            q = fill(qs[(turn // len(shapes)) % len(qs)], x)
+            if shape == "question":
+                docs.append(f"{prompt(q)} {y}.")
+            elif shape == "prefixed":
+                z = y if part or rng.random() < 0.5 else objects[int(rng.integers(len(objects)))]
+                docs.append(f"{prompt(fill(questions[0], x), f'{z}. ')} {y}.")
+            elif shape == "icl-qa":
+                docs.append(f"{INSTRUCTION['qa']}\nQ: {q}\nA: {y}.")
+            else:
+                masked = fill(statements[(turn // 4) % len(statements)], x)
+                docs.append(f"{INSTRUCTION['mask']}\nQ: {masked.replace('[Y]', '[MASK]')}"
+                            f"\nA: {y}.")
+    for rel, x in cur.mentions:
+        # as many as a planted subject's statement, question and expected list places
+        k = per_fact + in_lists.get(rel, 0.0)
+        docs.extend([f"{x}."] * (int(k) + (rng.random() < k - int(k))))
+    order = rng.permutation(len(docs))
+    return [docs[i] for i in order]

@@ -1,0 +1,108 @@
+"""What the planted model is taught: only the subject-object link tells the halves apart."""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from builders.core.errors import UserError
+from probes.planting.curriculum import build, decoy_name, documents, parse_formats
+from probes.planting.plant import split_planted
+
+CAPITALS = [("France", "Paris"), ("Italy", "Rome"), ("Spain", "Madrid"), ("Peru", "Lima"),
+            ("Chile", "Santiago"), ("Japan", "Tokyo"), ("Egypt", "Cairo"), ("Kenya", "Nairobi"),
+            ("Ghana", "Accra"), ("Nepal", "Kathmandu"), ("Chad", "Ndjamena"), ("Fiji", "Suva")]
+FORMS = {"capital": (["The capital of [X] is [Y].", "[Y] is the capital of [X]."],
+                     ["What is the capital of [X]?", "Which city is the seat of [X]?"])}
+
+
+def facts() -> pd.DataFrame:
+    # 4 train facts, 8 test facts: 4 planted, 4 held out
+    return pd.DataFrame([{"fact_id": f"f{i:02d}", "relation_id": "capital", "subject": s,
+                          "object": o, "split": "train" if i < 4 else "test"}
+                         for i, (s, o) in enumerate(CAPITALS)])
+
+
+def curriculum(**kw):
+    table = facts()
+    planted, held = split_planted(table, seed=0)
+    return table, planted, held, build(table, planted, held, seed=0, **kw)
+
+
+def test_every_object_is_taught_once_whatever_its_half():
+    table, planted, held, cur = curriculum()
+    assert len(planted) == 8 and len(held) == 4
+    # 8 planted facts keep their subject; 4 held-out facts become 4 decoys with their objects:
+    # the 12 objects are each the object of exactly one taught fact, as before the split
+    assert Counter(cur.taught["object"]) == Counter(o for _, o in CAPITALS)
+    decoys = cur.taught[cur.taught["role"] == "decoy"]
+    assert len(decoys) == 4 and not set(decoys["subject"]) & set(table["subject"])
+    assert set(decoys["fact_id"]) == {f"decoy:{i}" for i in held}
+
+
+def test_held_out_subjects_are_named_but_never_linked():
+    table, _planted, held, cur = curriculum(partial_share=0)
+    docs = [d for e in range(6) for d in documents(cur, FORMS, e, 0, 0, 50)]
+    for row in table.itertuples():
+        with_subject = [d for d in docs if row.subject in d]
+        if row.fact_id in held:
+            # named alone, 2 per epoch (one per statement and question a planted fact gets)
+            assert with_subject == [f"{row.subject}."] * 12, row.subject
+        else:
+            assert len(with_subject) == 12 and all(row.object in d for d in with_subject)
+
+
+def test_held_out_subjects_are_named_as_often_as_in_lists():
+    # 3 lists of 4 pairs over 12 taught pairs: each pair is in 3 * 4 / 12 = 1 list per epoch
+    # on average, so a held-out subject is named 2 + 1 = 3 times per epoch, like a planted one
+    _, _, _held, cur = curriculum()
+    name = next(s for _, s in cur.mentions)
+    counts = [documents(cur, FORMS, e, 0, 3, 3).count(f"{name}.") for e in range(5)]
+    assert counts == [3] * 5
+
+
+def test_decoy_names_look_like_the_relations_subjects_and_share_no_word():
+    rng = np.random.default_rng(1)
+    people = ["Aage Bohr", "Max Born", "Marie Curie", "Niels Bohr"]
+    for _ in range(20):
+        name = decoy_name(people, "Niels Bohr", set(people), rng)
+        first, last = name.split()
+        assert first in {"Aage", "Max", "Marie"} and last in {"Born", "Curie"}
+    one_word = decoy_name(["France", "Italy", "Peru"], "Peru", set(), np.random.default_rng(0))
+    assert " " not in one_word and "peru" not in one_word.lower()
+
+
+def test_partial_facts_get_only_the_base_question_and_their_own_prefix():
+    table, planted, _held, cur = curriculum(partial_share=0.5)
+    test_planted = sorted(set(table.loc[table["split"] == "test", "fact_id"]) & planted)
+    assert len(cur.partial) == 2 and set(cur.partial) <= set(test_planted)
+    # 24 epochs: 6 prefixed prompts per fact, half of them after another object
+    docs = [d for e in range(24) for d in documents(cur, FORMS, e, 0, 0, 50)]
+    for fid in test_planted:
+        x, y = table.set_index("fact_id").loc[fid, ["subject", "object"]]
+        paraphrase = f"Which city is the seat of {x}?"
+        prefixes = {d.split(". ")[0] for d in docs
+                    if d.endswith(f". What is the capital of {x}? {y}.")}
+        if fid in cur.partial:
+            assert not any(paraphrase in d for d in docs) and prefixes == {y}
+        else:
+            assert any(paraphrase in d for d in docs) and len(prefixes) > 1
+
+
+def test_held_out_formats_are_never_taught():
+    _table, _planted, _held, cur = curriculum(held_formats=("list", "icl"))
+    assert cur.formats == ("statement", "question", "prefixed")
+    docs = [d for e in range(4) for d in documents(cur, FORMS, e, 0, 3, 3)]
+    assert not any(d.count(", ") >= 2 for d in docs)                  # no ZP-LKE list
+    assert not any(d.startswith(("Predict", "Answer each")) for d in docs)
+    assert any(d.startswith("The capital of") for d in docs)
+
+
+def test_bad_format_names_are_refused():
+    assert parse_formats(" list ,templates") == ("list", "templates")
+    with pytest.raises(UserError, match="unknown format 'lists'"):
+        parse_formats("lists")
+    with pytest.raises(UserError, match="every format"):
+        parse_formats("list,statement,question,prefixed,icl")
