@@ -126,6 +126,88 @@ def _draw_excluding(rng: np.random.Generator, pool_size: int, excluded: np.ndarr
     return v + np.searchsorted(shifted, v, side="right")
 
 
+@dataclass(frozen=True)
+class RelationShape:
+    """What decides whether a relation makes an MC set: its facts (distinct subject-object
+    label pairs), distinct objects, and the number of answers of each subject-relation pair."""
+    facts: int
+    objects: int
+    pair_answers: np.ndarray
+
+    def eligible(self, choices: int) -> int:
+        """Pairs that leave ``choices - 1`` distractors (objects that are not their answers).
+
+        >>> RelationShape(5, 4, np.array([1, 1, 2, 3])).eligible(3)
+        3
+        """
+        return int(np.count_nonzero(self.objects - self.pair_answers >= choices - 1))
+
+    def why_dropped(self, cfg: MCConfig) -> str | None:
+        """Why ``build mc`` with ``cfg`` leaves the relation out; None when it keeps it."""
+        if self.facts < cfg.min_facts:
+            return f"{self.facts} facts < min_facts {cfg.min_facts}"
+        if self.objects < max(cfg.min_objects, cfg.choices):
+            return (f"{self.objects} distinct objects < "
+                    f"{'min_objects' if cfg.min_objects >= cfg.choices else 'choices'} "
+                    f"{max(cfg.min_objects, cfg.choices)}")
+        eligible, need = self.eligible(cfg.choices), cfg.train + cfg.test
+        if eligible < need:
+            return (f"{eligible} subject-relation pairs with enough distractors "
+                    f"< train + test {need}")
+        return None
+
+
+@dataclass(frozen=True)
+class _Grouped:
+    """Fact rows as codes, de-duplicated and sorted by (relation, subject, object label), with
+    the bounds of each subject-relation pair and each relation."""
+    order: np.ndarray
+    rs: np.ndarray
+    os_: np.ndarray
+    pair_bounds: np.ndarray
+    rel_bounds: np.ndarray
+    rel_names: np.ndarray
+    obj_labels: np.ndarray
+    normalised: int
+
+
+def _group(slim: pa.Table, suffixes: tuple[str, ...]) -> _Grouped:
+    """``slim`` has relation_id, subject_id and object."""
+    r, rel_names = _codes(slim["relation_id"])
+    s, _ = _codes(slim["subject_id"], labels=False)
+    o_raw, obj_labels = _codes(slim["object"])
+    o, normalised = _normalise(r, o_raw, obj_labels, suffixes)
+    del o_raw
+
+    # Sort by (relation, subject, object label); keep one row per distinct triple of labels.
+    order = np.lexsort((o, s, r))
+    rs, ss, os_ = r[order], s[order], o[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (rs[1:] != rs[:-1]) | (ss[1:] != ss[:-1]) | (os_[1:] != os_[:-1])
+    order, rs, ss, os_ = order[first], rs[first], ss[first], os_[first]
+    pair_start = np.ones(len(order), dtype=bool)
+    pair_start[1:] = (rs[1:] != rs[:-1]) | (ss[1:] != ss[:-1])
+    pair_bounds = np.append(np.flatnonzero(pair_start), len(order))
+    rel_bounds = np.append(np.flatnonzero(np.r_[True, rs[1:] != rs[:-1]]), len(order))
+    return _Grouped(order, rs, os_, pair_bounds, rel_bounds, rel_names, obj_labels,
+                    normalised)
+
+
+def relation_shapes(slim: pa.Table, strip_suffixes: tuple[str, ...] = MCConfig.strip_suffixes
+                    ) -> dict[str, RelationShape]:
+    """Each relation's :class:`RelationShape` as ``build mc`` sees it (``slim``: a facts table
+    with relation_id, subject_id and object), for sizing the MC settings before a build."""
+    if slim.num_rows == 0:
+        return {}
+    g = _group(slim, strip_suffixes)
+    shapes = {}
+    for lo, hi in zip(g.rel_bounds[:-1], g.rel_bounds[1:]):
+        pb = g.pair_bounds[(g.pair_bounds >= lo) & (g.pair_bounds <= hi)]
+        shapes[str(g.rel_names[g.rs[lo]])] = RelationShape(
+            int(hi - lo), len(np.unique(g.os_[lo:hi])), np.diff(pb))
+    return shapes
+
+
 # what the builder reads (every other column of a fact row is carried along as it is)
 MC_COLUMNS = ["fact_id", "relation_id", "subject_id", "object", "answers", "split"]
 MC_INPUT = Needs("--facts", FACTS, columns=tuple(MC_COLUMNS))
@@ -144,23 +226,10 @@ def build_mc(cfg: MCConfig) -> Path:
     if slim.num_rows == 0:
         raise UserError(f"{facts_path} has no rows")
 
-    r, rel_names = _codes(slim["relation_id"])
-    s, _ = _codes(slim["subject_id"], labels=False)
-    o_raw, obj_labels = _codes(slim["object"])
+    g = _group(slim, cfg.strip_suffixes)
     del slim
-    o, normalised = _normalise(r, o_raw, obj_labels, cfg.strip_suffixes)
-    del o_raw
-
-    # Sort by (relation, subject, object label); keep one row per distinct triple of labels.
-    order = np.lexsort((o, s, r))
-    rs, ss, os_ = r[order], s[order], o[order]
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = (rs[1:] != rs[:-1]) | (ss[1:] != ss[:-1]) | (os_[1:] != os_[:-1])
-    order, rs, ss, os_ = order[first], rs[first], ss[first], os_[first]
-    pair_start = np.ones(len(order), dtype=bool)
-    pair_start[1:] = (rs[1:] != rs[:-1]) | (ss[1:] != ss[:-1])
-    pair_bounds = np.append(np.flatnonzero(pair_start), len(order))
-    rel_bounds = np.append(np.flatnonzero(np.r_[True, rs[1:] != rs[:-1]]), len(order))
+    order, rs, os_, obj_labels = g.order, g.rs, g.os_, g.obj_labels
+    pair_bounds, rel_bounds, rel_names = g.pair_bounds, g.rel_bounds, g.rel_names
 
     excluded = set(cfg.exclude_relations)
     unknown = excluded - set(rel_names.tolist())
@@ -182,21 +251,13 @@ def build_mc(cfg: MCConfig) -> Path:
         if rid in excluded:
             dropped[rid] = "excluded by --exclude-relations"
             continue
-        if n_facts < cfg.min_facts:
-            dropped[rid] = f"{n_facts} facts < min_facts {cfg.min_facts}"
-            continue
-        if len(pool) < max(cfg.min_objects, cfg.choices):
-            dropped[rid] = (f"{len(pool)} distinct objects < "
-                            f"{'min_objects' if cfg.min_objects >= cfg.choices else 'choices'} "
-                            f"{max(cfg.min_objects, cfg.choices)}")
-            continue
         pb = pair_bounds[(pair_bounds >= lo) & (pair_bounds <= hi)]
         sizes = np.diff(pb)
-        eligible = np.flatnonzero(len(pool) - sizes >= cfg.choices - 1)
-        if len(eligible) < need:
-            dropped[rid] = (f"{len(eligible)} subject-relation pairs with enough distractors "
-                            f"< train + test {need}")
+        why = RelationShape(n_facts, len(pool), sizes).why_dropped(cfg)
+        if why:
+            dropped[rid] = why
             continue
+        eligible = np.flatnonzero(len(pool) - sizes >= cfg.choices - 1)
         rng = _relation_rng(cfg.seed, rid)
         chosen = eligible[rng.permutation(len(eligible))[:need]]
         for rank, p in enumerate(chosen):
@@ -237,7 +298,7 @@ def build_mc(cfg: MCConfig) -> Path:
          "facts_source": facts_manifest.get("source", {})},
         cfg.manifest_params(),
         {"rows": table.num_rows, "relations": len(kept), "per_relation": kept,
-         "dropped_relations": dropped, "objects_normalised": normalised,
+         "dropped_relations": dropped, "objects_normalised": g.normalised,
          "chance": 1.0 / cfg.choices},
         make_provenance(inputs={"facts": input_of(facts_input)}))
     return write_dataset(cfg.out, {"facts": table, "relations": relations}, manifest)

@@ -42,7 +42,13 @@ def register(subparsers, common) -> None:
 
 def _run(args) -> str:
     from builders.templates.files import file_name
-    from evaluators.scaffold.render import FILE_SOURCES, InitConfig, check_name, write
+    from evaluators.scaffold.render import (
+        FILE_SOURCES,
+        InitConfig,
+        check_name,
+        refuse,
+        write,
+    )
     root = Path(args.dir)
     if root.exists() and not root.is_dir():
         raise UserError(f"{root} is not a folder")
@@ -63,14 +69,31 @@ def _run(args) -> str:
         raise UserError("--source wikidata needs --relations (property ids, e.g. P36,P37)")
     stem = Path(args.path).name.split(".")[0].lower() if args.path else args.source
     name = check_name(args.name or stem)
+    refuse(root, args.force)
+    sizes, sized, kept = _sizes(args)
     root.mkdir(parents=True, exist_ok=True)
     written = write(InitConfig(dir=str(root), source=args.source, path=path,
                                endpoint=args.endpoint or "", relations=args.relations,
-                               name=name, lang=args.lang), force=args.force)
-    rels = [r.strip() for r in args.relations.split(",") if r.strip()]
+                               name=name, lang=args.lang, sizes=sizes), force=args.force)
+    rels = kept if kept is not None else [r.strip() for r in args.relations.split(",")
+                                          if r.strip() and args.relations.strip().lower() != "all"]
     wanted = ("templates/" + ", templates/".join(file_name(r) for r in rels)
-              if args.relations.strip().lower() != "all" else "templates/<relation>.yaml")
+              if rels else "templates/<relation>.yaml")
     outside = " (outside the repository: DVC tracks it there, but copying it in is safer)" \
         if path.startswith("..") else ""
-    return (f"wrote {', '.join(str(p) for p in written)}{outside}\n"
+    return (f"{sized}\nwrote {', '.join(str(p) for p in written)}{outside}\n"
             f"next: write {wanted} (docs/templates.md), then `dvc repro` in {root}")
+
+
+def _sizes(args):
+    """params.yaml's sizes: read from the graph for a file source, the shipped ones otherwise."""
+    from builders.core.argtypes import relation_list
+    from evaluators.scaffold.sizing import SIZED_SOURCES, read_graph, size, unsized
+    if args.source not in SIZED_SOURCES:
+        return unsized(args.source)
+    try:
+        relations = relation_list(args.relations)
+    except argparse.ArgumentTypeError as exc:
+        raise UserError(f"--relations: {exc}") from None
+    # the facts stage's date format (params.yaml's facts.date_format): same facts, same counts
+    return size(read_graph(args.source, args.path, relations, args.lang, "year"))

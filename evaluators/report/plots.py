@@ -110,10 +110,15 @@ def heatmaps(rel_table: pd.DataFrame, out: Path, figures: list) -> list[str]:
         label = spec.headlines[main][1]
         lower = main in spec.lower_is_better
         data = wide.to_numpy(dtype=float)
+        finite = data[~np.isnan(data)]
+        if not finite.size:
+            # e.g. MONITOR where no anchor matched: an empty image has no extent (matplotlib
+            # warns of identical limits), and an empty figure says less than this note
+            notes.append(f"no {label} heatmap for {method} on {ds}: no relation has a value")
+            continue
         fig_w = max(4.5, 0.75 * wide.shape[1] + 2.8)
         fig_h = max(2.0, 0.45 * wide.shape[0] + 1.8)
         fig, ax = plt.subplots(figsize=(fig_w, fig_h))
-        finite = data[~np.isnan(data)]
         vmax = 1.0 if not lower else max(1.0, float(finite.max()) if finite.size else 1.0)
         im = ax.imshow(np.ma.masked_invalid(data), cmap="viridis_r" if lower else "viridis",
                        vmin=0, vmax=vmax, aspect="auto")

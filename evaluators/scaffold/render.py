@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 from builders.core.errors import UserError
+from evaluators.scaffold.sizing import SHIPPED, Sizes
 
 HEADER = "Written by factprobe init"
 # Sources whose facts come from a file (a DVC dependency); the others ask an endpoint.
@@ -42,6 +43,7 @@ class InitConfig:
     relations: str = "all"
     name: str = "graph"
     lang: str = "en"
+    sizes: Sizes = SHIPPED   # params sized to the graph (evaluators.scaffold.sizing)
 
 
 def render(text: str, values: dict[str, str], flags: dict[str, bool]) -> str:
@@ -72,7 +74,11 @@ def rendered(cfg: InitConfig) -> dict[str, str]:
     values = {"source": cfg.source, "source_flag": flag, "name": cfg.name,
               "nobel_source": NOBEL[cfg.source] or "", "base": "aliases" if via else "facts",
               "via": via or "", "lang": json.dumps(cfg.lang), "path": json.dumps(cfg.path),
-              "endpoint": json.dumps(cfg.endpoint), "relations": json.dumps(cfg.relations)}
+              "endpoint": json.dumps(cfg.endpoint), "relations": json.dumps(cfg.relations),
+              "sizing": cfg.sizes.note()}
+    values.update({k: str(getattr(cfg.sizes, k)) for k in (
+        "choices", "min_facts", "min_objects", "train", "test", "negatives", "examples", "block",
+        "masked_batch")})
     flags = {"path": cfg.source in FILE_SOURCES, "aliases": via is not None,
              "nobel": NOBEL[cfg.source] is not None}
     files = resources.files("evaluators.scaffold") / "files"
@@ -90,12 +96,10 @@ def ours(path: Path) -> bool:
     return any(HEADER in line for line in head)
 
 
-def write(cfg: InitConfig, force: bool) -> list[Path]:
-    """Write the files; refuse (before writing any) a file that is there, unless ``force``
-    and factprobe init wrote it. Each file is written to a temporary name and renamed."""
-    root = Path(cfg.dir)
-    texts = rendered(cfg)
-    for rel in texts:
+def refuse(root: Path, force: bool) -> None:
+    """Refuse a file that is there, unless ``force`` and factprobe init wrote it (init checks
+    before reading the graph, which can take a while)."""
+    for _, rel in FILES:
         path = root / rel
         if path.is_symlink() or (path.exists() and not path.is_file()):
             raise UserError(f"{path} is not a plain file; move it away or init another folder")
@@ -104,6 +108,14 @@ def write(cfg: InitConfig, force: bool) -> list[Path]:
                             f"or init another folder (--force replaces only factprobe's own)")
         if path.exists() and not force:
             raise UserError(f"{path} exists (written by factprobe init); --force rewrites it")
+
+
+def write(cfg: InitConfig, force: bool) -> list[Path]:
+    """Write the files; refuse (before writing any) a file that is there, unless ``force``
+    and factprobe init wrote it. Each file is written to a temporary name and renamed."""
+    root = Path(cfg.dir)
+    texts = rendered(cfg)
+    refuse(root, force)
     written = []
     for rel, text in texts.items():
         path = root / rel

@@ -30,17 +30,43 @@ TEMPLATES = {
 }
 
 
-def write_graph(path: Path) -> Path:
+# A relation too small for any multiple-choice set: two distinct objects.
+TINY = "hemisphere"
+
+
+def facts(tiny: bool = False) -> list[tuple[str, str, str, str, str]]:
+    """(subject id, subject label, relation, object id, object label) of the graph."""
+    rows = []
+    for i, country in enumerate(COUNTRIES):
+        rows.append((f"c{i}", country, "capital", f"city{i}", CITIES[i]))
+        j = i % len(LANGUAGES)
+        rows.append((f"c{i}", country, "language", f"lang{j}", LANGUAGES[j]))
+        if tiny:
+            rows.append((f"c{i}", country, TINY, f"h{i % 2}", ("North", "South")[i % 2]))
+    return rows
+
+
+def write_graph(path: Path, tiny: bool = False) -> Path:
+    """The graph as Turtle; ``tiny`` adds :data:`TINY`."""
     lines = ["@prefix ex: <http://example.org/> .",
              "@prefix rdfs: <http://www.w3.org/2000/01/rdf-schema#> ."]
-    for rel in TEMPLATES:
+    rels = list(TEMPLATES) + [TINY] * tiny
+    for rel in rels:
         lines.append(f'ex:{rel} rdfs:label "{rel}"@en .')
-    for i, country in enumerate(COUNTRIES):
-        lines.append(f'ex:c{i} rdfs:label "{country}"@en ; ex:capital ex:city{i} ; '
-                     f'ex:language ex:lang{i % len(LANGUAGES)} .')
-        lines.append(f'ex:city{i} rdfs:label "{CITIES[i]}"@en .')
-    for j, lang in enumerate(LANGUAGES):
-        lines.append(f'ex:lang{j} rdfs:label "{lang}"@en .')
+    labels = {}
+    for s, s_label, rel, o, o_label in facts(tiny):
+        lines.append(f"ex:{s} ex:{rel} ex:{o} .")
+        labels[s], labels[o] = s_label, o_label
+    lines += [f'ex:{e} rdfs:label "{label}"@en .' for e, label in labels.items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def write_csv(path: Path, tiny: bool = False) -> Path:
+    """The same graph as a CSV of triples (docs/sources.md)."""
+    lines = ["subject,subject_label,relation,relation_label,object,object_label"]
+    lines += [f"ex:{s},{s_label},ex:{rel},{rel},ex:{o},{o_label}"
+              for s, s_label, rel, o, o_label in facts(tiny)]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 

@@ -1,6 +1,7 @@
 """`factprobe init` end to end, as a new user: a fresh git + DVC repository, a graph factprobe has
-never seen, `dvc repro`, `dvc exp run --set-param`, `dvc metrics show`, `dvc plots show` (slow:
-the whole pipeline with a tiny planted model)."""
+never seen (48 facts), templates written as docs/own-graph.md says, and no edit to the generated
+files: `dvc repro`, `dvc exp run --set-param`, `dvc metrics show`, `dvc plots show` (slow: the
+whole pipeline, with the planted models init sized to the graph)."""
 from __future__ import annotations
 
 import json
@@ -11,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from ruamel.yaml import YAML
+import yaml
 
 from tests.evaluators.cli.own_graph import write_graph, write_templates
 
@@ -34,20 +35,6 @@ def ok(repo: Path, *cmd: str) -> str:
     return proc.stdout
 
 
-def small(params: Path) -> None:
-    """What a user does for a graph of 48 facts: smaller MC, a tiny planted model, few samples
-    (round-trip YAML: comments and init's header stay)."""
-    yaml = YAML()
-    p = yaml.load(params)
-    p["mc"].update(choices=4, min_facts=10, min_objects=4, train=4, test=8)
-    p["plant"].update(epochs=3, layers=1, width=32)
-    p["plant_masked"].update(epochs=1, layers=1)
-    p["eval"]["zp_lke"]["args"] = "--examples 4 --seeds 0"
-    p["eval"]["belief_icl"]["args"] = ICL.format(2)
-    p["report"].update(bootstrap=20, samplings=100)
-    yaml.dump(p, params)
-
-
 @pytest.mark.slow
 def test_own_repository_from_init_to_report(tmp_path):
     if shutil.which("dvc", path=str(BIN)) is None:
@@ -62,7 +49,8 @@ def test_own_repository_from_init_to_report(tmp_path):
        "--relations", "ex:capital,ex:language")
     text = (repo / "dvc.yaml").read_text()
     assert "builders" not in text and "llm-cache\n" not in text and "sample-" not in text
-    small(repo / "params.yaml")
+    generated = {p: (repo / p).read_bytes() for p in ("dvc.yaml", "params.yaml")}
+    assert yaml.safe_load(generated["params.yaml"])["mc"]["choices"] == 8   # sized to the graph
 
     out = ok(repo, "dvc", "repro")
     ran = {line.split("'")[1] for line in out.splitlines() if line.startswith("Running stage")}
@@ -71,8 +59,10 @@ def test_own_repository_from_init_to_report(tmp_path):
             "eval-belief@planted-mlm", "eval-belief-icl@planted", "eval-monitor@planted",
             "report"} <= ran
     assert not any(s.startswith("nobel") for s in ran)           # off until params ask for it
-    assert (repo / "data/datasets/langs-mc/dataset.json").is_file()
+    mc = json.loads((repo / "data/datasets/langs-mc/dataset.json").read_text())["counts"]
+    assert set(mc["per_relation"]) == {"ex:capital", "ex:language"}   # both relations kept
     assert "up to date" in ok(repo, "dvc", "status")
+    assert {p: (repo / p).read_bytes() for p in generated} == generated   # nothing edited
 
     # metrics: a handful of flat scalars, every method there, a short first line
     shown = ok(repo, "dvc", "metrics", "show")
