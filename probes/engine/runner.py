@@ -27,7 +27,14 @@ from builders.core.tables import dumps_json, file_sha256, read_manifest, write_p
 from probes.backends import BackendConfig, backend_kind
 from probes.backends.base import Backend, BackendKind, missing
 from probes.engine.checkpoints import Checkpoints, ChunkStats
-from probes.engine.outputs import generate_rows, mask_rows, request_text, score_rows
+from probes.engine.outputs import (
+    generate_rows,
+    mask_rows,
+    outputs_table,
+    request_text,
+    score_rows,
+    typed_frame,
+)
 from probes.plan import Plan, Stage
 from probes.requests import prompt_id
 from probes.subject_blind import COLUMN as BLIND
@@ -161,10 +168,14 @@ def _sorted(outputs: pd.DataFrame) -> pd.DataFrame:
     return outputs.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
 
 
+def final_table(outputs: pd.DataFrame) -> pa.Table:
+    """outputs.parquet's table: typed (docs/schema.md) and sorted."""
+    return outputs_table(_sorted(typed_frame(outputs)))
+
+
 def write_run(out: Path, outputs: pd.DataFrame, prompts: dict, run: dict, metrics: dict) -> Path:
     with atomic_folder(out, "run") as tmp:
-        write_parquet(pa.Table.from_pandas(_sorted(outputs), preserve_index=False),
-                      tmp / "outputs.parquet")
+        write_parquet(final_table(outputs), tmp / "outputs.parquet")
         ptable = pa.table({"prompt_id": sorted(prompts),
                            "text": [prompts[k] for k in sorted(prompts)]})
         write_parquet(ptable, tmp / "prompts.parquet")
@@ -217,6 +228,8 @@ def run_eval(cfg: EvalConfig, backend_cfg: BackendConfig, plan: Plan, method_cfg
     try:
         outputs, prompts = execute(plan, backend, checkpoints, cfg.progress, cfg.too_long,
                                    counts)
+        # the metrics read the rows as outputs.parquet holds them, as 'factprobe report' does
+        outputs = final_table(outputs).to_pandas()
         metrics = metrics_fn(outputs) if metrics_fn is not None else {}
     except UserError:
         checkpoints.abandon()
@@ -225,7 +238,7 @@ def run_eval(cfg: EvalConfig, backend_cfg: BackendConfig, plan: Plan, method_cfg
     run = {
         "method": plan.method,
         "method_config": _config_dict(method_cfg),
-        "eval": asdict(cfg) | {"out": out.name},
+        "eval": asdict(cfg),                 # --out as given: relative stays relative
         "backend": described["backend"],
         "model": described["model"] | {"identity": checkpoints.digest},
         "dataset": dataset_info,
