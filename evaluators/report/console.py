@@ -33,6 +33,11 @@ def aligned(header: list[str], rows: list[list[str]], right: set[int] = frozense
     return "\n".join([line(header), rule] + [line(r) for r in rows]) + "\n"
 
 
+def _dict(v) -> dict:
+    """run.json is read as written; a field edited into something else counts as empty."""
+    return v if isinstance(v, dict) else {}
+
+
 def _interval(h: dict) -> str:
     return fmt(h.get("value"), h.get("ci_low"), h.get("ci_high"))
 
@@ -93,10 +98,10 @@ def too_long_lines(plan: dict, policy: str) -> list[str]:
     >>> too_long_lines({"too_long": {"truncated_examples": 4}}, "truncate")
     ["dropped 4 in-context examples to fit prompts into the model's context (--too-long truncate)"]
     """
-    counts = plan.get("too_long") or {}
+    counts = _dict(plan.get("too_long"))
     out = []
     if counts.get("skipped_too_long"):
-        per = counts.get("skipped_per_relation") or {}
+        per = _dict(counts.get("skipped_per_relation"))
         where = (": " + ", ".join(f"{r} {n}" for r, n in sorted(per.items()))) if per else ""
         out.append(f"skipped {counts['skipped_too_long']} prompts longer than the model's "
                    f"context (--too-long {policy}){where}")
@@ -110,10 +115,10 @@ def skipped_lines(metrics: dict, run: dict) -> list[str]:
     """What the run left out and why, one line each: relations the probe had nothing to ask
     about, prompts dropped by ``--too-long``, and the metrics' notes (BELIEF's multi-token
     pairs, MONITOR's unmatched anchors)."""
-    plan = run.get("plan") or {}
+    plan = _dict(run.get("plan"))
     out = [f"skipped relation {rel}: {why}"
-           for rel, why in sorted((plan.get("skipped_relations") or {}).items())]
-    out += too_long_lines(plan, (run.get("eval") or {}).get("too_long", "skip"))
+           for rel, why in sorted(_dict(plan.get("skipped_relations")).items())]
+    out += too_long_lines(plan, _dict(run.get("eval")).get("too_long", "skip"))
     out += list(metrics.get("notes") or [])
     return out
 
