@@ -11,7 +11,7 @@ from probes.requests import prompt_id
 # no option, a greedy answer no sample number). Rows of several stages put together would
 # make them floats in pandas (NaN for "none"); the file keeps them integers.
 INTEGER_COLUMNS = ("seed", "n_examples", "corrupted", "position", "index", "negative",
-                   "option", "sample", "n_tokens")
+                   "n_paraphrases", "n_negatives", "option", "sample", "n_tokens")
 
 
 def typed_frame(frame: pd.DataFrame) -> pd.DataFrame:
