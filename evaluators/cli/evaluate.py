@@ -101,7 +101,7 @@ def run_method(method_name: str, args, method_cfg) -> str:
                    metrics_fn=metrics_fn)
     if out is not None and not args.quiet:
         # the headline numbers, per relation, and what was skipped and why (on stdout)
-        from evaluators.report.console import print_results
+        from evaluators.cli.results_table import print_results
         print_results(method.metrics, out)
     null = plan.info.get("subject_blind")
     if out is None and null:                 # --dry-run: its count included the null pass

@@ -35,8 +35,8 @@ import pandas as pd
 from builders.core.markdown import slug
 from builders.core.outdir import atomic_folder, stamp
 from builders.core.tables import dumps_json
+from evaluators.metrics.skipped import skipped_lines
 from evaluators.metrics.suite import MetricsOptions
-from evaluators.report.console import skipped_lines
 from evaluators.report.markdown import (
     comparisons_markdown,
     leaderboard_markdown,

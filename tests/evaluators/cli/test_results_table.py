@@ -1,4 +1,4 @@
-"""What ``factprobe eval`` prints when a run is done (evaluators/report/console.py): golden text
+"""What ``factprobe eval`` prints when a run is done (evaluators/cli/results_table.py): golden text
 from metrics written by hand, and a real run through the command line."""
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
+from evaluators.cli.results_table import results_text
 from evaluators.methods import METHODS
 from evaluators.metrics.monitor import summary
-from evaluators.report.console import results_text
 from tests.evaluators import synth
 
 ROOT = Path(__file__).resolve().parents[3]

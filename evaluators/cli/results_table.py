@@ -1,6 +1,7 @@
 """What ``factprobe eval`` prints when a run is done: the method's headline numbers with their
-intervals, the main numbers per relation, and what the run skipped and why, as aligned
-Markdown tables in the manner of lm-evaluation-harness's results table.
+intervals, the main numbers per relation (aligned Markdown tables in the manner of
+lm-evaluation-harness's results table), and what the run skipped and why
+(:mod:`evaluators.metrics.skipped`).
 
 Every method gets it from its metrics suite (``evaluators/metrics/suites/<method>.py``): the
 headlines (:attr:`MethodMetrics.headlines`), the main number, and the settings (BELIEF-ICL:
@@ -8,8 +9,9 @@ one per in-context setup). Nothing here knows a method by name.
 """
 from __future__ import annotations
 
+from builders.core.markdown import fmt
+from evaluators.metrics.skipped import skipped_lines
 from evaluators.metrics.suite import MethodMetrics
-from evaluators.report.markdown import fmt
 
 PER_RELATION_COLUMNS = 3         # the main number and the next two with per-relation values
 
@@ -31,11 +33,6 @@ def aligned(header: list[str], rows: list[list[str]], right: set[int] = frozense
     rule = "|" + "|".join((("-" * (w + 1)) + ":") if i in right else (":" + "-" * (w + 1))
                           for i, w in enumerate(widths)) + "|"
     return "\n".join([line(header), rule] + [line(r) for r in rows]) + "\n"
-
-
-def _dict(v) -> dict:
-    """run.json is read as written; a field edited into something else counts as empty."""
-    return v if isinstance(v, dict) else {}
 
 
 def _interval(h: dict) -> str:
@@ -87,40 +84,6 @@ def relation_table(spec: MethodMetrics, metrics: dict) -> str:
     header = (["context"] if contexts else []) + ["relation"] + \
         [spec.headlines[n][1] for n in names] + ["n"]
     return aligned(header, rows, {len(header) - 1})
-
-
-def too_long_lines(plan: dict, policy: str) -> list[str]:
-    """What ``--too-long`` did, from run.json's ``plan.too_long`` counts.
-
-    >>> too_long_lines({"too_long": {"skipped_too_long": 3, "skipped_per_relation":
-    ...     {"P36": 2, "P37": 1}}}, "skip")
-    ["skipped 3 prompts longer than the model's context (--too-long skip): P36 2, P37 1"]
-    >>> too_long_lines({"too_long": {"truncated_examples": 4}}, "truncate")
-    ["dropped 4 in-context examples to fit prompts into the model's context (--too-long truncate)"]
-    """
-    counts = _dict(plan.get("too_long"))
-    out = []
-    if counts.get("skipped_too_long"):
-        per = _dict(counts.get("skipped_per_relation"))
-        where = (": " + ", ".join(f"{r} {n}" for r, n in sorted(per.items()))) if per else ""
-        out.append(f"skipped {counts['skipped_too_long']} prompts longer than the model's "
-                   f"context (--too-long {policy}){where}")
-    if counts.get("truncated_examples"):
-        out.append(f"dropped {counts['truncated_examples']} in-context examples to fit prompts "
-                   f"into the model's context (--too-long {policy})")
-    return out
-
-
-def skipped_lines(metrics: dict, run: dict) -> list[str]:
-    """What the run left out and why, one line each: relations the probe had nothing to ask
-    about, prompts dropped by ``--too-long``, and the metrics' notes (BELIEF's multi-token
-    pairs, MONITOR's unmatched anchors)."""
-    plan = _dict(run.get("plan"))
-    out = [f"skipped relation {rel}: {why}"
-           for rel, why in sorted(_dict(plan.get("skipped_relations")).items())]
-    out += too_long_lines(plan, _dict(run.get("eval")).get("too_long", "skip"))
-    out += list(metrics.get("notes") or [])
-    return out
 
 
 def results_text(spec: MethodMetrics, metrics: dict, run: dict) -> str:
