@@ -1,6 +1,7 @@
 """Markdown every layer writes: GitHub tables and file-name slugs (one copy of each)."""
 from __future__ import annotations
 
+import math
 import re
 
 
@@ -31,3 +32,22 @@ def slug(text) -> str:
     ('sample-mc_zp_lke_v1.0', 'x')
     """
     return re.sub(r"[^A-Za-z0-9._-]+", "_", str(text)).strip("_") or "x"
+
+
+def missing(v) -> bool:
+    """None or NaN: a number a table shows as a dash."""
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def fmt(v, lo=None, hi=None, digits: int = 3) -> str:
+    """A number with its interval, as every table of factprobe shows it.
+
+    >>> fmt(0.73456, 0.7, 0.76), fmt(None), fmt(0.5, float("nan"), float("nan"))
+    ('0.735 [0.700, 0.760]', '–', '0.500')
+    """
+    if missing(v):
+        return "–"
+    s = f"{v:.{digits}f}"
+    if not missing(lo) and not missing(hi):
+        s += f" [{lo:.{digits}f}, {hi:.{digits}f}]"
+    return s

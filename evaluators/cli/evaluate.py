@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from builders.core.argtypes import positive, relation_list
 from builders.core.errors import UserError
@@ -96,19 +95,17 @@ def run_method(method_name: str, args, method_cfg) -> str:
         from probes.subject_blind import with_null_pass
         plan = with_null_pass(plan, tables, planted,
                               lambda blind: method.probe.plan(blind, method_cfg))
-    notes: list[str] = []
 
     def metrics_fn(outputs):
-        metrics = method.metrics.checked_compute(outputs, planted, method_cfg)
-        notes.extend(metrics.get("notes") or [])
-        return metrics
+        return method.metrics.checked_compute(outputs, planted, method_cfg)
 
     from evaluators.cli.scale_flags import executor_config
     out = run_eval(cfg, backend_cfg, plan, method_cfg, dataset_info(folder), kinds=KINDS,
                    metrics_fn=metrics_fn, executor=executor_config(args))
-    # what the metrics could not compute, and why: said after the run, not an error
-    for note in notes:
-        print(f"{method_name}: {note}", file=sys.stderr)
+    if out is not None and not args.quiet:
+        # the headline numbers, per relation, and what was skipped and why (on stdout)
+        from evaluators.cli.results_table import print_results
+        print_results(method.metrics, out)
     null = plan.info.get("subject_blind")
     if out is None and null:                 # --dry-run: its count included the null pass
         return (f"of which {sum(null['requests_per_stage'].values())} ask about the "

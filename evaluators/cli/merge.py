@@ -7,16 +7,18 @@ from pathlib import Path
 
 def run_merge(args) -> str:
     from evaluators.methods import method
-    from probes.engine.runner import write_run
+    from probes.engine.runner import final_table, write_run
     from probes.engine.shards import merge_shards
     from probes.planting.plant import load_planted
     outputs, prompts, run = merge_shards([Path(s) for s in args.shards])
     out = Path(args.out)
-    run["eval"] = run["eval"] | {"out": out.name}
+    run["eval"] = run["eval"] | {"out": args.out}          # --out as given, as eval records it
     spec = method(run["method"], f"{args.shards[0]}/run.json")
     model = (run.get("backend") or {}).get("model") or ""
     planted = load_planted(model) if model and Path(model).is_dir() else None
-    # the method's config as run.json holds it, as `factprobe report` reads it
+    # the rows as outputs.parquet will hold them, and the method's config as run.json holds
+    # it: what `factprobe eval` and `factprobe report` compute from
+    outputs = final_table(outputs).to_pandas()
     metrics = spec.metrics.checked_compute(outputs, planted, run["method_config"])
     write_run(out, outputs, prompts, run, metrics)
     return f"wrote {out} from {len(args.shards)} shard(s)"

@@ -10,7 +10,7 @@ EPILOG = """examples:
   factprobe report --results data/results --out reports/sample
   factprobe report --results data/results/sample-mc/zp-lke/planted \\
       data/results/sample-mc/zp-lke/pythia-1b --out reports/mc --metrics mc_accuracy
-  factprobe report --results r/ --out rep/ --bootstrap 2000 --common-facts --no-plots
+  factprobe report --results r/ --out rep/ --bootstrap 2000 --no-plots
   factprobe report --results data/results --out reports/sample --html   # + index.html
 """
 
@@ -47,7 +47,8 @@ def register(subparsers, common) -> None:
     p.add_argument("--alphas", type=_alphas, default=(1 / 3, 1 / 3, 1 / 3),
                    help="MONITOR a1,a2,a3, numbers or fractions (1/3,1/3,1/3)")
     p.add_argument("--common-facts", action="store_true",
-                   help="compare runs that cover different facts on the facts they share")
+                   help="kept for older command lines: runs that cover different facts are "
+                        "always compared on the facts they share, and report.md says so")
     p.add_argument("--planted", help="planted.json to use for every run (default: the one "
                    "beside each run's model)")
     p.add_argument("--no-plots", action="store_true", help="skip the figures")

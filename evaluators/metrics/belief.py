@@ -128,27 +128,34 @@ def belief_rows(outputs: pd.DataFrame, *, match: str = "exact") -> pd.DataFrame:
 def skipped_pairs(prompts: pd.DataFrame, kept: pd.DataFrame) -> dict:
     """The pairs of ``prompts`` none of whose prompts is in ``kept`` (no gold name is one token
     of the model: the paper evaluates single-token objects only, footnote 6), per relation,
-    and the note the command prints about them (after "belief: ").
+    the relations left out whole, and the note the command prints about them.
 
     >>> p = pd.DataFrame({"relation_id": ["P36", "P36", "P37", "P38"],
     ...                   "fact_id": ["a", "b", "c", "d"]})
     >>> s = skipped_pairs(p, p[p["fact_id"] == "d"])
-    >>> s["pairs"], s["of"], s["reasons"]
-    (3, 4, {'multi-token objects': {'P36': 2, 'P37': 1}})
+    >>> s["pairs"], s["of"], s["reasons"], s["relations"]
+    (3, 4, {'multi-token objects': {'P36': 2, 'P37': 1}}, ['P36', 'P37'])
     >>> s["note"]
-    'skipped 3 of 4 pairs (multi-token objects) in 2 relations: P36 2, P37 1'
+    'skipped 3 of 4 pairs (multi-token objects): P36 2 of 2, P37 1 of 1; relations P36, P37 are left out whole'
     """
     every = prompts[["relation_id", "fact_id"]].drop_duplicates()
     kept_ids = set(kept["fact_id"])
     gone = every[~every["fact_id"].isin(kept_ids)]
     per_rel = {str(k): int(v) for k, v in gone.groupby("relation_id").size().sort_index()
                .items()}
+    sizes = every.groupby("relation_id").size()
+    whole = [r for r, n in per_rel.items() if n == int(sizes[r])]
     reason = "multi-token objects"
-    note = (f"skipped {len(gone)} of {len(every)} pairs ({reason}) in "
-            f"{len(per_rel)} relation{'s' if len(per_rel) != 1 else ''}: "
-            + ", ".join(f"{r} {n}" for r, n in per_rel.items())) if len(gone) else None
+    note = None
+    if len(gone):
+        note = (f"skipped {len(gone)} of {len(every)} pairs ({reason}): "
+                + ", ".join(f"{r} {n} of {int(sizes[r])}" for r, n in per_rel.items()))
+        if whole:
+            note += (f"; relation{'s' if len(whole) > 1 else ''} {', '.join(whole)} "
+                     f"{'are' if len(whole) > 1 else 'is'} left out whole")
     return {"pairs": len(gone), "of": len(every), "prompts": len(prompts) - len(kept),
-            "reasons": {reason: per_rel} if per_rel else {}, "note": note}
+            "reasons": {reason: per_rel} if per_rel else {}, "relations": whole,
+            "note": note}
 
 
 def pair_accuracy(rows: pd.DataFrame) -> pd.DataFrame:

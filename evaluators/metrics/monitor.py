@@ -258,6 +258,24 @@ def null_metric(facts: int) -> dict:
     return {"value": None, "ci_low": None, "ci_high": None, "n": 0, "reason": no_anchor(facts)}
 
 
+UNMATCHED = "primary anchor is not the gold"
+
+
+def unmatched(anc: pd.DataFrame) -> dict:
+    """The facts the distances leave out (their primary anchor is not the gold), per relation,
+    and the relations left out whole.
+
+    >>> a = pd.DataFrame({"relation_id": ["P1", "P1", "P2"], "matched": [True, False, False]})
+    >>> unmatched(a)
+    {'facts': 2, 'of': 3, 'reasons': {'primary anchor is not the gold': {'P1': 1, 'P2': 1}}, 'relations': ['P2']}
+    """
+    miss = anc[~anc["matched"].astype(bool)]
+    per = {str(r): int(n) for r, n in miss.groupby("relation_id").size().sort_index().items()}
+    sizes = anc.groupby("relation_id").size()
+    return {"facts": len(miss), "of": len(anc), "reasons": {UNMATCHED: per} if per else {},
+            "relations": [r for r, n in per.items() if n == int(sizes[r])]}
+
+
 def summary(outputs: pd.DataFrame, *, alphas=ALPHAS, resamples: int = 1000,
             seed: int = 0) -> dict:
     """The MONITOR metric set of one run. Relations (or a run) without a matched anchor get
@@ -272,6 +290,15 @@ def summary(outputs: pd.DataFrame, *, alphas=ALPHAS, resamples: int = 1000,
     empty = [rel for rel in sizes.index if rel not in set(facts["relation_id"])]
     notes = [f"no anchor matched in relation {rel} ({int(sizes[rel])} facts): "
              f"MONITOR/PFD/IRD are null" for rel in empty]
+    if len(empty) > 1:
+        notes = [f"no anchor matched in {len(empty)} relations, whose MONITOR/PFD/IRD are "
+                 f"null: " + ", ".join(f"{rel} ({int(sizes[rel])} facts)" for rel in empty)]
+    out["skipped"] = unmatched(anc)
+    partial = {r: n for r, n in out["skipped"]["reasons"].get(UNMATCHED, {}).items()
+               if r not in empty}
+    if partial:
+        notes.append(f"MONITOR/PFD/IRD leave out {sum(partial.values())} facts ({UNMATCHED}): "
+                     + ", ".join(f"{r} {n} of {int(sizes[r])}" for r, n in partial.items()))
     if len(facts):
         strata = facts["relation_id"].to_numpy()
         kw = dict(resamples=resamples, seed=seed)

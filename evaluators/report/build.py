@@ -19,7 +19,8 @@ Layout of ``--out``::
 
 Runs are compared only inside one dataset (same name and same facts table) and one method
 family (each method's metrics name theirs: multiple choice, BELIEF with every BELIEF-ICL context
-its own setting, MONITOR).
+its own setting, MONITOR), each pair on the facts both cover; report.md says where runs cover
+different facts.
 
 The work is split by job: :mod:`.runs` finds and reads run folders, :mod:`.tables` computes the
 tables and tests, :mod:`.markdown` writes them as Markdown, :mod:`.plots` draws the figures;
@@ -37,6 +38,7 @@ import pandas as pd
 from builders.core.markdown import slug
 from builders.core.outdir import atomic_folder, stamp
 from builders.core.tables import dumps_json
+from evaluators.metrics.skipped import skipped_lines
 from evaluators.metrics.suite import MetricsOptions
 from evaluators.report.headline import headline
 from evaluators.report.markdown import (
@@ -57,6 +59,7 @@ from evaluators.report.runs import (
 from evaluators.report.tables import (
     comparison_groups,
     comparisons,
+    coverage_notes,
     leaderboard,
     per_relation_table,
     summary_metrics,
@@ -73,7 +76,7 @@ class ReportConfig:
     out: str
     metrics: str | None = None
     options: MetricsOptions = MetricsOptions()
-    common_facts: bool = False
+    common_facts: bool = False      # no longer needed: runs are always compared on shared facts
     planted: str | None = None
     plots: bool = True
     progress: bool = True
@@ -92,10 +95,10 @@ def build_report(cfg: ReportConfig) -> Path:
     disambiguate(runs)
     runs.sort(key=lambda r: (r.dataset, r.method, r.label))
     selected = parse_metrics(cfg.metrics, runs)
-    groups = comparison_groups(runs, common_facts=cfg.common_facts)
-    notes = []
     from tqdm import tqdm
     bar = cfg.progress and sys.stderr.isatty()       # a piped stderr keeps errors one line
+    groups = comparison_groups(runs, progress=bar)
+    notes = []
     for r in tqdm(runs, desc="report: metrics", unit="run", disable=not bar, leave=False):
         r.metrics = r.spec.checked_compute(r.outputs, r.planted, r.config, options=cfg.options)
         if r.stored_metrics is not None and r.stored_metrics != json.loads(dumps_json(r.metrics)):
@@ -105,8 +108,10 @@ def build_report(cfg: ReportConfig) -> Path:
     board = leaderboard(runs, selected)
     rel_table = per_relation_table(runs)
     val_table = validity_table(runs)
-    tests, matrices, skipped = comparisons(groups, options=cfg.options)
+    tests, matrices, skipped = comparisons(groups, options=cfg.options, progress=bar)
     notes.extend(skipped)
+    for r in runs:                  # what each run left out, and why (as 'factprobe eval' said)
+        notes.extend(f"{r.key}: {line}" for line in skipped_lines(r.metrics, r.info))
 
     out = Path(cfg.out)
     with atomic_folder(out, "report") as tmp:
@@ -144,8 +149,10 @@ def build_report(cfg: ReportConfig) -> Path:
             from evaluators.report import plots
             figures, skipped = plots.make_all(runs, rel_table, val_table, tmp)
             notes.extend(skipped)
-        report = render(runs, lb_md, rel_md, validity_markdown(val_table),
-                        comparisons_markdown(tests), mat_md, figures, notes, cfg)
+        cmp_md = comparisons_markdown(tests) + "".join(
+            f"\n{line}\n" for line in coverage_notes(groups))
+        report = render(runs, lb_md, rel_md, validity_markdown(val_table), cmp_md, mat_md,
+                        figures, notes, cfg)
         (tmp / "report.md").write_text(report, encoding="utf-8")
         if cfg.html:
             from evaluators.report.html.page import write_html

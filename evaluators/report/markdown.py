@@ -1,30 +1,13 @@
 """The report's Markdown: each table of :mod:`.tables` as GitHub tables, and ``report.md``."""
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
-from builders.core.markdown import table
+from builders.core.markdown import fmt, table
+from builders.core.markdown import missing as _missing
 from evaluators.methods import METHODS
 from evaluators.metrics.validity import FAMILIARITY_MARGIN
 from evaluators.report.tables import setting_name_s
-
-
-def fmt(v, lo=None, hi=None, digits: int = 3) -> str:
-    """
-    >>> fmt(0.73456, 0.7, 0.76), fmt(None), fmt(0.5, float("nan"), float("nan"))
-    ('0.735 [0.700, 0.760]', '–', '0.500')
-    """
-    if _missing(v):
-        return "–"
-    s = f"{v:.{digits}f}"
-    if not _missing(lo) and not _missing(hi):
-        s += f" [{lo:.{digits}f}, {hi:.{digits}f}]"
-    return s
-
-
-def _missing(v) -> bool:
-    return v is None or (isinstance(v, float) and np.isnan(v))
 
 
 def leaderboard_markdown(board: pd.DataFrame) -> str:

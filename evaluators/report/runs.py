@@ -29,6 +29,7 @@ class Run:
     planted_path: str | None
     stored_metrics: dict | None
     metrics: dict = field(default_factory=dict)
+    info: dict = field(default_factory=dict)        # run.json as 'factprobe eval' wrote it
 
     @property
     def key(self) -> str:
@@ -103,7 +104,8 @@ def load_run(path: Path, planted_file: str | None = None) -> Run:
                facts_sha256=str(ds.get("facts_sha256") or ""), model=str(model),
                label=path.name, config=run.get("method_config") or {}, outputs=outputs,
                planted=planted, planted_path=planted_path,
-               stored_metrics=_read_json(stored, "metrics.json") if stored.is_file() else None)
+               stored_metrics=_read_json(stored, "metrics.json") if stored.is_file() else None,
+               info=run)
 
 
 def check_datasets(runs: list[Run]) -> None:

@@ -101,11 +101,15 @@ def _null_columns(null: dict | None) -> dict:
 
 # -------------------------------------------------------------------------- comparisons
 
-def comparison_groups(runs: list[Run], *, common_facts: bool) -> dict:
-    """Settings to compare, per (dataset, method family), with the facts they share. Settings
-    that cover different facts are a user error unless ``common_facts``."""
+def comparison_groups(runs: list[Run], *, progress: bool = False) -> dict:
+    """Settings to compare, per (dataset, method family), with the facts all of them share.
+    Settings may cover different facts (BELIEF keeps single-token objects, BELIEF-ICL every
+    pair; a run with --limit): each comparison then uses the facts it can
+    (:func:`coverage_notes` says which). Only when no two settings of any group share a fact
+    is there nothing to compare: a user error."""
+    from tqdm import tqdm
     groups: dict[tuple, list[tuple[str, Run, pd.DataFrame]]] = {}
-    for r in runs:
+    for r in tqdm(runs, desc="report: facts", unit="run", disable=not progress, leave=False):
         for setting, facts in r.spec.settings(r.outputs, r.config).items():
             name = f"{r.method}:{setting_name(r, setting)}"
             groups.setdefault((r.dataset, r.spec.family), []).append((name, r, facts))
@@ -114,19 +118,36 @@ def comparison_groups(runs: list[Run], *, common_facts: bool) -> dict:
         if len(members) < 2:
             continue
         ids = [set(f["fact_id"]) for _, _, f in members]
-        common = set.intersection(*ids)
-        if any(s != common for s in ids) and not common_facts:
-            (_, ra, fa), (_, rb, fb) = _differing(members, ids)
-            shared = len(set(fa["fact_id"]) & set(fb["fact_id"]))
-            raise UserError(f"{ra.path} and {rb.path} cover different facts of {ds} "
-                            f"({len(fa)} vs {len(fb)}, {shared} shared): rerun one with "
-                            f"the other's --relations/--limit, or pass --common-facts to "
-                            f"compare them on the facts they share")
-        if common:
-            out[(ds, family)] = (members, common)
-        else:
-            out[(ds, family)] = (members, set())
+        out[(ds, family)] = (members, set.intersection(*ids))
+    if out and not any(set(fa["fact_id"]) & set(fb["fact_id"])
+                       for members, _ in out.values()
+                       for (_, _, fa), (_, _, fb) in combinations(members, 2)):
+        (ds, _), (members, _) = next(iter(out.items()))
+        (_, ra, fa), (_, rb, fb) = members[:2]
+        raise UserError(f"nothing to compare: no two runs share a fact (e.g. {ra.path} and "
+                        f"{rb.path} on {ds}: {len(fa)} and {len(fb)} facts, none shared); "
+                        f"evaluate them on the same relations, or report them apart")
     return out
+
+
+def coverage_notes(groups: dict) -> list[str]:
+    """One line per group whose settings cover different facts: which runs, how many facts
+    each, and which facts the comparisons then use."""
+    lines = []
+    for (ds, family), (members, common) in sorted(groups.items()):
+        sizes = [len(set(f["fact_id"])) for _, _, f in members]
+        if len(set(sizes)) == 1 and all(len(set(f["fact_id"])) == len(common)
+                                        for _, _, f in members):
+            continue
+        each = ", ".join(f"{n} {k}" for (n, _, _), k in zip(members, sizes))
+        kind = {"multiple choice": "subsumption", "BELIEF": "sharing"}.get(family)
+        mat = (f"; the {kind} matrix uses the {len(common)} facts all of them share"
+               if kind and common else
+               f"; no fact is shared by all of them, so no {kind} matrix" if kind else "")
+        lines.append(f"{family} on {ds}: the settings cover different facts ({each}). Each "
+                     f"paired test uses the facts its two settings share (column 'facts')"
+                     f"{mat}.")
+    return lines
 
 
 def _subsumption(members, common: set) -> tuple[str, pd.DataFrame]:
@@ -150,39 +171,35 @@ def _sharing(members, common: set) -> tuple[str, pd.DataFrame]:
 MATRICES = {"multiple choice": _subsumption, "BELIEF": _sharing}
 
 
-def comparisons(groups: dict, *, options: MetricsOptions
+def comparisons(groups: dict, *, options: MetricsOptions, progress: bool = False
                 ) -> tuple[pd.DataFrame, list[tuple[str, pd.DataFrame]], list[str]]:
     """Paired tests between every two settings of one dataset and method family, and the
     subsumption (multiple choice) or knowledge-sharing (BELIEF) matrices."""
+    from tqdm import tqdm
     tests, matrices, notes = [], [], []
-    for (ds, family), (members, common) in sorted(groups.items()):
-        if not common:
-            notes.append(f"{', '.join(n for n, _, _ in members)} on {ds} share no fact: "
-                         f"not compared.")
+    pairs = [(ds, family, x, y) for (ds, family), (members, _) in sorted(groups.items())
+             for x, y in combinations(members, 2)]
+    for ds, family, (na, ra, fa), (nb, rb, fb) in tqdm(
+            pairs, desc="report: paired tests", unit="pair", disable=not progress, leave=False):
+        shared = set(fa["fact_id"]) & set(fb["fact_id"])
+        if not shared:
+            notes.append(f"{na} and {nb} on {ds} share no fact: not compared.")
             continue
-        for (na, ra, fa), (nb, rb, fb) in combinations(members, 2):
-            a = fa[fa["fact_id"].isin(common)].sort_values("fact_id")
-            b = fb[fb["fact_id"].isin(common)].sort_values("fact_id")
-            t = paired_test(a["correct"].to_numpy(), b["correct"].to_numpy(),
-                            a["relation_id"].to_numpy(), resamples=options.resamples,
-                            seed=options.seed)
-            tests.append({"dataset": ds, "family": family, "a": na, "b": nb,
-                          "a_value": rnd(a["correct"].mean()), "b_value": rnd(b["correct"].mean()),
-                          **t})
-        if family in MATRICES:
+        a = fa[fa["fact_id"].isin(shared)].sort_values("fact_id")
+        b = fb[fb["fact_id"].isin(shared)].sort_values("fact_id")
+        t = paired_test(a["correct"].to_numpy(), b["correct"].to_numpy(),
+                        a["relation_id"].to_numpy(), resamples=options.resamples,
+                        seed=options.seed)
+        tests.append({"dataset": ds, "family": family, "a": na, "b": nb,
+                      "a_value": rnd(a["correct"].mean()), "b_value": rnd(b["correct"].mean()),
+                      **t})
+    for (ds, family), (members, common) in sorted(groups.items()):
+        if family in MATRICES and common:
             kind, m = MATRICES[family](members, common)
             matrices.append((f"{kind}-{slug(ds)}", m))
     cols = ["dataset", "family", "a", "b", "n", "a_value", "b_value", "difference", "ci_low",
             "ci_high", "p_value", "a_only", "b_only"]
     return pd.DataFrame(tests, columns=cols), matrices, notes
-
-
-def _differing(members, ids):
-    first = ids[0]
-    for m, s in zip(members[1:], ids[1:]):
-        if s != first:
-            return members[0], m
-    return members[0], members[1]
 
 
 # ---------------------------------------------------------------------------- summaries

@@ -76,13 +76,17 @@ def fit_to_context(requests: list, backend: Backend, policy: str, shorten, count
     if limit is None or policy == "error":
         return requests  # the backend raises a clear error on the first one
     out = []
-    for r in requests:
+    for asked in requests:
+        r = asked
         while r is not None and backend.request_tokens(r) > limit:
             r = shorten(r) if policy == "truncate" and shorten else None
             if r is not None:
                 counts["truncated_examples"] = counts.get("truncated_examples", 0) + 1
         if r is None:
             counts["skipped_too_long"] = counts.get("skipped_too_long", 0) + 1
+            rel = str((getattr(asked, "meta", None) or {}).get("relation_id", ""))
+            per = counts.setdefault("skipped_per_relation", {})
+            per[rel] = per.get(rel, 0) + 1
         else:
             out.append(r)
     return out

@@ -1,7 +1,44 @@
-"""Model results -> rows of the outputs table (one row per continuation, sample or mask)."""
+"""Model results -> rows of the outputs table (one row per continuation, sample or mask), and
+the typed table ``outputs.parquet`` holds (columns: docs/schema.md)."""
 from __future__ import annotations
 
+import pandas as pd
+import pyarrow as pa
+
 from probes.requests import prompt_id
+
+# Columns that are integers where a row has them and null where it does not (a generation has
+# no option, a greedy answer no sample number). Rows of several stages put together would
+# make them floats in pandas (NaN for "none"); the file keeps them integers.
+INTEGER_COLUMNS = ("seed", "n_examples", "corrupted", "position", "index", "negative",
+                   "n_paraphrases", "n_negatives", "option", "sample", "n_tokens")
+
+
+def typed_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its integer columns as pandas' nullable ``Int64`` and a greedy row's
+    ``sample`` null (checkpoints of older versions wrote -1)."""
+    frame = frame.copy()
+    for name in INTEGER_COLUMNS:
+        if name in frame.columns:
+            col = pd.to_numeric(frame[name])
+            if name == "sample":
+                col = col.where(col >= 0)
+            frame[name] = col.astype("Int64")   # raises on a non-integer value: never rounded
+    return frame
+
+
+def outputs_table(frame: pd.DataFrame) -> pa.Table:
+    """The outputs as written to ``outputs.parquet``: :func:`typed_frame`, without pandas
+    metadata, so that every reader (pyarrow, datasets, DuckDB, pandas) sees the same types.
+
+    >>> f = pd.DataFrame({"stage": ["mc", "mc", "greedy"], "option": [0.0, 1.0, float("nan")],
+    ...                   "sample": [float("nan"), float("nan"), -1.0]})
+    >>> t = outputs_table(f)
+    >>> str(t.schema.field("option").type), t["option"].to_pylist(), t["sample"].null_count
+    ('int64', [0, 1, None], 3)
+    """
+    return pa.Table.from_pandas(typed_frame(frame), preserve_index=False
+                                ).replace_schema_metadata(None)
 
 
 def score_rows(stage: str, requests, results) -> list[dict]:
@@ -22,7 +59,7 @@ def generate_rows(stage: str, requests, results) -> list[dict]:
         pid = prompt_id(req.prompt)
         for s, g in enumerate(gens):
             row = {**req.meta, "prompt_id": pid, "stage": stage, "kind": "generate",
-                   "sample": s if req.samples else -1, "text": g.text,
+                   "sample": s if req.samples else None, "text": g.text,
                    "token_ids": g.token_ids, "token_logprobs": g.token_logprobs,
                    "logprob": float(sum(g.token_logprobs)), "n_tokens": len(g.token_ids)}
             if req.watch:

@@ -34,7 +34,7 @@ from probes.engine.executors import (  # noqa: F401  (_once, fit_to_context: the
     fit_to_context,
     open_executor,
 )
-from probes.engine.outputs import request_text
+from probes.engine.outputs import outputs_table, request_text, typed_frame
 from probes.engine.partition import assign, partitions
 from probes.engine.shards import write_shard
 from probes.plan import Plan, Stage
@@ -146,10 +146,14 @@ def _sorted(outputs: pd.DataFrame) -> pd.DataFrame:
     return outputs.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
 
 
+def final_table(outputs: pd.DataFrame) -> pa.Table:
+    """outputs.parquet's table: typed (docs/schema.md) and sorted."""
+    return outputs_table(_sorted(typed_frame(outputs)))
+
+
 def write_run(out: Path, outputs: pd.DataFrame, prompts: dict, run: dict, metrics: dict) -> Path:
     with atomic_folder(out, "run") as tmp:
-        write_parquet(pa.Table.from_pandas(_sorted(outputs), preserve_index=False),
-                      tmp / "outputs.parquet")
+        write_parquet(final_table(outputs), tmp / "outputs.parquet")
         ptable = pa.table({"prompt_id": sorted(prompts),
                            "text": [prompts[k] for k in sorted(prompts)]})
         write_parquet(ptable, tmp / "prompts.parquet")
@@ -213,6 +217,8 @@ def _run(cfg: EvalConfig, plan: Plan, method_cfg, dataset_info: dict, metrics_fn
     try:
         outputs, prompts = execute(plan, runner, checkpoints, cfg.progress, cfg.too_long,
                                    counts, executor.shard, record)
+        # the metrics read the rows as outputs.parquet holds them, as 'factprobe report' does
+        outputs = final_table(outputs).to_pandas()
         metrics = metrics_fn(outputs) if metrics_fn is not None and not executor.shard else {}
     except ResumableError:
         raise                      # the finished chunks stay for the next run
@@ -223,11 +229,11 @@ def _run(cfg: EvalConfig, plan: Plan, method_cfg, dataset_info: dict, metrics_fn
     run = {
         "method": plan.method,
         "method_config": _config_dict(method_cfg),
-        "eval": asdict(cfg) | {"out": out.name},
+        "eval": asdict(cfg),                 # --out as given: relative stays relative
         "backend": described["backend"],
         "model": described["model"] | {"identity": checkpoints.digest},
         "dataset": dataset_info,
-        "plan": plan.info | {"too_long": counts},
+        "plan": plan.info | {"too_long": counts, "skipped_relations": plan.skipped},
         "versions": _versions(),
         "timings_s": checkpoints.timings(),
         "tokens": checkpoints.tokens(),

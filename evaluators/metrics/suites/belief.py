@@ -46,9 +46,10 @@ def belief_metrics(outputs: pd.DataFrame, planted: dict | None, cfg, *,
                  "prompts_total": int(len(prompts)),
                  "pairs_total": skipped["of"],
                  "pairs_skipped_multi_token": skipped["pairs"],
-                 "skipped": {k: skipped[k] for k in ("pairs", "of", "prompts", "reasons")}}
+                 "skipped": {k: skipped[k] for k in ("pairs", "of", "prompts", "reasons",
+                                                      "relations")}}
     if skipped["note"]:
-        out["notes"] = [skipped["note"]]    # 'factprobe eval' prints them on stderr
+        out["notes"] = [skipped["note"]]    # 'factprobe eval' prints them after its table
     if rows.empty:
         out["note"] = "no pair has a single-token gold name in this model's vocabulary"
         return out

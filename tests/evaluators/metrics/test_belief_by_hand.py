@@ -94,10 +94,12 @@ def test_skipped_pairs_are_counted_per_relation_and_said():
         "candidate_tokens": [[None]] * 3 + [[None, None]]})])
     m = belief_metrics(out, None, {}, options=MetricsOptions(resamples=0, samplings=100))
     assert m["pairs"] == 1 and m["pairs_skipped_multi_token"] == 2
+    # lang's one pair is skipped: the relation is left out whole, and the note says so
     assert m["skipped"] == {"pairs": 2, "of": 3, "prompts": 4,
-                            "reasons": {"multi-token objects": {"cap": 1, "lang": 1}}}
-    assert m["notes"] == [("skipped 2 of 3 pairs (multi-token objects) in 2 relations: "
-                           "cap 1, lang 1")]
+                            "reasons": {"multi-token objects": {"cap": 1, "lang": 1}},
+                            "relations": ["lang"]}
+    assert m["notes"] == [("skipped 2 of 3 pairs (multi-token objects): cap 1 of 2, lang 1 of "
+                           "1; relation lang is left out whole")]
 
 
 def test_outputs_without_candidate_tokens_match_the_single_token_names():

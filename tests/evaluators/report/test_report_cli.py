@@ -65,16 +65,25 @@ def test_missing_rows_and_missing_facts(mc_run):
     synth.write_run(tmp / "r1" / "a", "zp-lke", no_response)
     assert_user_error(cli("report", "--results", str(tmp / "r1"), "--out", str(tmp / "o")),
                       "no response row")
-    # two models compared, one lacks a fact: an error unless --common-facts
+    # two models compared, one lacks a fact: compared on the facts both cover, and said so
     synth.write_run(tmp / "r2" / "a", "zp-lke", table)
     synth.write_run(tmp / "r2" / "b", "zp-lke", table[table["fact_id"] != fid])
-    assert_user_error(cli("report", "--results", str(tmp / "r2"), "--out", str(tmp / "o")),
-                      "cover different facts", "--common-facts")
-    ok = cli("report", "--results", str(tmp / "r2"), "--out", str(tmp / "o"), "--common-facts",
-             "--no-plots")
+    ok = cli("report", "--results", str(tmp / "r2"), "--out", str(tmp / "o"), "--no-plots")
     assert ok.returncode == 0, ok.stderr
     comp = pd.read_csv(tmp / "o" / "tables" / "comparisons.csv")
-    assert comp["n"].iloc[0] == table["fact_id"].nunique() - 1
+    n = table["fact_id"].nunique()
+    assert comp["n"].iloc[0] == n - 1
+    report = (tmp / "o" / "report.md").read_text()
+    assert (f"multiple choice on synth: the settings cover different facts (zp-lke:a {n}, "
+            f"zp-lke:b {n - 1})") in report
+    assert f"the subsumption matrix uses the {n - 1} facts all of them share" in report
+    # runs that share no fact at all: nothing to compare
+    rel = table["relation_id"].iloc[0]
+    synth.write_run(tmp / "r3" / "a", "zp-lke", table[table["relation_id"] == rel])
+    synth.write_run(tmp / "r3" / "b", "zp-lke", table[table["relation_id"] != rel])
+    assert_user_error(cli("report", "--results", str(tmp / "r3"), "--out", str(tmp / "o3")),
+                      "nothing to compare", "none shared")
+    assert not (tmp / "o3").exists()
 
 
 def test_metric_a_method_cannot_give(mc_run):

@@ -188,9 +188,14 @@ def test_monitor(world, ds):
     nulls = [rel for rel, v in want["per_relation"].items() if v is None]
     assert nulls and all("no primary anchor" in got["pfd"]["per_relation"][rel]["reason"]
                          for rel in nulls)
-    assert got["notes"] == [f"no anchor matched in relation {rel} "
-                            f"({sum(1 for f in set(table[table.relation_id == rel].fact_id))} "
-                            f"facts): MONITOR/PFD/IRD are null" for rel in nulls]
+    assert got["notes"][:-1] == [f"no anchor matched in relation {rel} "
+                                 f"({sum(1 for f in set(table[table.relation_id == rel].fact_id))} "
+                                 f"facts): MONITOR/PFD/IRD are null" for rel in nulls]
+    # the facts the distances leave out: every fact but those whose anchor matched
+    left_out = table["fact_id"].nunique() - want["facts_with_anchor"]
+    assert got["skipped"]["facts"] == left_out and got["skipped"]["relations"] == nulls
+    in_nulls = table[table.relation_id.isin(nulls)]["fact_id"].nunique()
+    assert got["notes"][-1].startswith(f"MONITOR/PFD/IRD leave out {left_out - in_nulls} facts")
     assert close(got["pfd"]["value"], want["pfd"])
     assert close(got["ird"]["value"], want["ird"])
     assert close(got["anchor_probability"]["value"], want["anchor_probability"])

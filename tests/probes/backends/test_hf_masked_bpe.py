@@ -1,6 +1,6 @@
 """BELIEF on a RoBERTa-style masked LM (byte-level BPE, where the word at a mask after a space
 is "ĠParis", not "Paris"): the gold is found, matched and counted, and the pairs whose gold is
-several tokens are skipped with a line on stderr and a ``skipped`` record."""
+several tokens are skipped with a line in the run's summary and a ``skipped`` record."""
 from __future__ import annotations
 
 import json
@@ -95,17 +95,18 @@ def test_belief_end_to_end_counts_and_reports_skips(roberta_dir, tmp_path):
     out = tmp_path / "out"
     proc = subprocess.run([sys.executable, "-m", "evaluators.cli.app", "eval", "belief",
                            "--dataset", str(folder), "--model", str(roberta_dir), "--out",
-                           str(out), "--top-k", "3", "--quiet"], cwd=ROOT, capture_output=True,
+                           str(out), "--top-k", "3"], cwd=ROOT, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert "belief: skipped 1 of 3 pairs (multi-token objects) in 1 relation: cap 1" \
-        in proc.stderr.splitlines()
+    assert "- skipped 1 of 3 pairs (multi-token objects): cap 1 of 3" \
+        in proc.stdout.splitlines()
     m = json.loads((out / "metrics.json").read_text())
     # France (2 names, both answered "ĠParis": right) and Peru ("ĠParis": wrong) are kept;
     # Reunion's "Saint Denis" is two tokens: Acc@1 = (1 + 0) / 2
     assert (m["pairs"], m["prompts"], m["accuracy"]["value"]) == (2, 3, 0.5)
     assert m["skipped"] == {"pairs": 1, "of": 3, "prompts": 1,
-                            "reasons": {"multi-token objects": {"cap": 1}}}
+                            "reasons": {"multi-token objects": {"cap": 1}},
+                            "relations": []}
     assert m["match"] == "exact"
     rows = pd.read_parquet(out / "outputs.parquet")
     france = rows[(rows["stage"] == "prompts") & (rows["fact_id"] == "a")]

@@ -114,6 +114,7 @@ def test_too_long_prompts(short_context_model, tmp_path, policy):
     outputs = pd.read_parquet(out / "outputs.parquet")
     if policy == "skip":
         assert info["skipped_too_long"] == 7 and outputs.empty
+        assert info["skipped_per_relation"] == {"born": 7}
     else:
         assert info["truncated_examples"] >= 7 and outputs["fact_id"].nunique() == 7
         prompts = pd.read_parquet(out / "prompts.parquet")
