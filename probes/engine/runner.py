@@ -9,6 +9,8 @@ done, in one rename.
 """
 from __future__ import annotations
 
+import copy
+
 import platform
 import sys
 import time
@@ -98,6 +100,22 @@ def execute(plan: Plan, executor, checkpoints: Checkpoints, progress: bool,
     counts = {} if counts is None else counts
     frames: list[pd.DataFrame] = []
     prompts: dict[str, str] = {}
+    # One bar for the whole run, fed by every replica. Its total starts from the stages known
+    # in advance and is corrected as each stage is fitted, sharded or built from earlier rows.
+    # Bars only on a terminal: piped or logged, stderr stays the one line of an error.
+    bar = tqdm(total=sum(len(s.requests) for s in plan.stages if s.build is None),
+               desc=plan.method, unit="req", disable=not progress or not sys.stderr.isatty())
+    try:
+        _stages(plan, executor, checkpoints, too_long, counts, shard, record, frames, prompts,
+                bar)
+    finally:
+        bar.close()
+    outputs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return outputs, prompts
+
+
+def _stages(plan: Plan, executor, checkpoints: Checkpoints, too_long: str, counts: dict,
+            shard, record, frames: list, prompts: dict, bar) -> None:
     for stage in plan.stages:
         checkpoints.begin_stage(stage.key)
         requests = stage.requests
@@ -106,7 +124,7 @@ def execute(plan: Plan, executor, checkpoints: Checkpoints, progress: bool,
             requests = stage.build(pd.concat(frames, ignore_index=True)) if frames else []
             _check_needs(plan.method, Stage(stage.name, stage.kind, requests).capabilities(),
                          executor)
-        before = dict(counts)
+        before = copy.deepcopy(counts)
         requests = executor.fit(requests, too_long, plan.shorten, counts)
         for r in requests:
             text = request_text(r)
@@ -115,28 +133,40 @@ def execute(plan: Plan, executor, checkpoints: Checkpoints, progress: bool,
         paths = [checkpoints.path(stage.key, i, c) for i, c in enumerate(chunks)]
         mine = _mine(executor, chunks, None if stage.build is not None else shard)
         done: dict[int, pd.DataFrame] = {}
-        # Bars only on a terminal: piped or logged, stderr stays the one line of an error.
-        with tqdm(total=sum(len(chunks[i]) for i in mine), desc=f"{plan.method} {stage.key}",
-                  unit="req", disable=not progress or not sys.stderr.isatty()) as bar:
-            todo = []
-            for i in mine:
-                frame = checkpoints.load(stage.key, paths[i])
-                if frame is None:
-                    todo.append((i, chunks[i]))
-                else:
-                    done[i] = frame
-                    bar.update(len(chunks[i]))
-            for i, rows, stats in executor.run(stage.name, stage.kind, todo, bar):
-                done[i] = checkpoints.save(stage.key, paths[i], rows, stats)
+        planned = len(stage.requests) if stage.build is None else 0
+        bar.total += sum(len(chunks[i]) for i in mine) - planned
+        bar.set_description(f"{plan.method} {stage.key}")
+        todo = []
+        for i in mine:
+            frame = checkpoints.load(stage.key, paths[i])
+            if frame is None:
+                todo.append((i, chunks[i]))
+            else:
+                done[i] = frame
+                bar.update(len(chunks[i]))
+        for i, rows, stats in executor.run(stage.name, stage.kind, todo, bar):
+            done[i] = checkpoints.save(stage.key, paths[i], rows, stats)
         frames.extend(done[i] for i in mine)
         if record is not None:
             record[stage.key] = {
                 "built": stage.build is not None,
                 "chunks": [paths[i].name for i in mine],
-                "too_long": {k: counts.get(k, 0) - before.get(k, 0) for k in counts
-                             if counts.get(k, 0) != before.get(k, 0)}}
-    outputs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    return outputs, prompts
+                "too_long": _grown(before, counts)}
+
+
+def _grown(before: dict, after: dict) -> dict:
+    """What one stage added to the --too-long counts (numbers, or numbers per relation).
+
+    >>> _grown({"skipped_too_long": 1, "skipped_per_relation": {"P1": 1}},
+    ...        {"skipped_too_long": 3, "skipped_per_relation": {"P1": 2, "P2": 1}})
+    {'skipped_too_long': 2, 'skipped_per_relation': {'P1': 1, 'P2': 1}}
+    """
+    out: dict = {}
+    for k, v in after.items():
+        d = _grown(before.get(k, {}), v) if isinstance(v, dict) else v - before.get(k, 0)
+        if d:
+            out[k] = d
+    return out
 
 
 def _sorted(outputs: pd.DataFrame) -> pd.DataFrame:

@@ -131,8 +131,7 @@ def merge_shards(folders: list[Path]) -> tuple[pd.DataFrame, dict, dict]:
             per_shard[k]["seconds"] += stats.seconds
         for k, run in enumerate(runs):
             if stage["built"] or k == 0:   # a planned stage's counts are the same in each
-                for key, n in run["shard"]["stages"][s]["too_long"].items():
-                    too_long[key] = too_long.get(key, 0) + n
+                _add_counts(too_long, run["shard"]["stages"][s]["too_long"])
     prompts: dict[str, str] = {}
     for folder in folders:
         table = pq.read_table(folder / "prompts.parquet").to_pydict()
@@ -168,3 +167,18 @@ def parse_shard(value: str) -> tuple[int, int]:
     if n < 1 or not 0 <= i < n:
         raise ValueError(f"{value!r}: I must be in 0..N-1 (shards count from 0)")
     return i, n
+
+
+def _add_counts(total: dict, more: dict) -> None:
+    """Add --too-long counts (numbers, or numbers per relation) into ``total``.
+
+    >>> t = {"skipped_too_long": 1, "skipped_per_relation": {"P1": 1}}
+    >>> _add_counts(t, {"skipped_too_long": 2, "skipped_per_relation": {"P1": 1, "P2": 1}})
+    >>> t
+    {'skipped_too_long': 3, 'skipped_per_relation': {'P1': 2, 'P2': 1}}
+    """
+    for key, n in more.items():
+        if isinstance(n, dict):
+            _add_counts(total.setdefault(key, {}), n)
+        else:
+            total[key] = total.get(key, 0) + n

@@ -40,6 +40,9 @@ def workspace_template(tmp_path_factory, tiny_causal_dir, tiny_masked_dir) -> Pa
     proc = run(["eval", "zp-lke", "--dataset", "mc", "--model", "model", "--examples", "2",
                 "--response-tokens", "0", "--out", "run", "--quiet"], cwd=ws)
     assert proc.returncode == 0, f"eval: {proc.stderr}"
+    proc = run(["eval", "zp-lke", "--dataset", "mc", "--model", "model", "--examples", "2",
+                "--response-tokens", "0", "--shard", "0/1", "--out", "shard", "--quiet"], cwd=ws)
+    assert proc.returncode == 0, f"eval --shard: {proc.stderr}"
     user = ws / "mine"
     user.mkdir()
     (user / "notes.txt").write_text("a user's own notes\n")

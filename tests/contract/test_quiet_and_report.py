@@ -52,6 +52,13 @@ GOOD = {
               "--heads", "2", "--vocab-size", "300", "--templates", "", "--out", "q-plant"],
     "report": ["report", "--results", "run", "--out", "q-report"],
     "publish": ["publish", "mc", "--repo-id", "me/mc", "--dry-run", "q-hub"],
+    # an endpoint source is not read at init (sized from the shipped values), so no server
+    "init": ["init", "q-init", "--source", "sparql", "--endpoint", "http://127.0.0.1:9/query",
+             "--relations", "ex:capital"],
+    "export lm-eval": ["export", "lm-eval", "mc", "q-lmeval", "--examples", "2"],
+    "export lm-pub-quiz": ["export", "lm-pub-quiz", "mc", "q-pubquiz", "--templates",
+                           "{templates}"],
+    "merge": ["merge", "shard", "--out", "q-merged"],
 }
 
 
