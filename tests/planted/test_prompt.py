@@ -2,7 +2,13 @@
 held-out ones, the subject-blind null stays near chance, a model that learned nothing fails."""
 from __future__ import annotations
 
-from tests.planted.conftest import TEMPLATES, assert_invalid, assert_valid, cli, validity_of
+from tests.planted.conftest import (
+    TEMPLATES,
+    assert_invalid,
+    assert_valid,
+    cli,
+    validity_of,
+)
 
 
 def run(world, model, out):
