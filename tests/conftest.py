@@ -10,8 +10,8 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -31,7 +31,8 @@ SLOW_MODULES = ("tests/contract/", "tests/benchmarks/", "tests/evaluators/cli/",
                 "tests/builders/publish/test_cards.py", "tests/builders/core/test_provenance.py",
                 "tests/evaluators/exports/test_lm_eval_export.py",
                 "tests/evaluators/exports/test_lm_pub_quiz_export.py",
-                "tests/probes/engine/test_scale.py")
+                "tests/probes/engine/test_scale.py",
+                "tests/planted/")
 
 
 def pytest_collection_modifyitems(config, items):
