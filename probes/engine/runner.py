@@ -10,7 +10,6 @@ done, in one rename.
 from __future__ import annotations
 
 import copy
-
 import platform
 import sys
 import time
