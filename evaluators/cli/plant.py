@@ -47,6 +47,12 @@ def register(subparsers, common) -> None:
     p.add_argument("--lists-per-relation", type=count, default=d.lists_per_relation,
                    help=f"default {d.lists_per_relation} (0: no ZP-LKE lists)")
     p.add_argument("--lr", type=positive_float, default=d.lr, help=f"default {d.lr}")
+    p.add_argument("--weight-decay", type=float, default=None,
+                   help="AdamW weight decay (default 0.1, or 0.01 with --masked)")
+    p.add_argument("--decay-share", type=float, default=None,
+                   help="decay the learning rate linearly over this last share of the epoch "
+                        "cap, down to 5%% (default 0.4, or 0 with --masked: constant after "
+                        "the warm-up)")
     p.add_argument("--templates", default=d.templates,
                    help="statement and question templates to teach the facts in; '' for "
                         "simple label forms ('The <relation> of X is Y.')")

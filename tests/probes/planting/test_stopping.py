@@ -16,6 +16,8 @@ torch = pytest.importorskip("torch")
 class Cfg:
     epochs: int | None = None
     max_epochs: int = 10
+    decay_share: float = 0.0
+    weight_decay: float = 0.01
     target_accuracy: float = 0.95
     lr: float = 0.1
     warmup_steps: int = 1
@@ -73,3 +75,19 @@ def test_checks_ask_planted_facts_in_their_taught_frames():
         ("What is the capital of Italy?", " Rome")]       # never the decoy
     masked = sample_checks(taught, forms, ("statement",), 1, 0, masked=True)
     assert len(masked) == 1 and masked[0].tail == "."
+
+
+
+def test_the_rate_decays_over_the_last_share_of_the_cap(monkeypatch):
+    lrs = []
+
+    class Recording(torch.optim.AdamW):
+        def step(self, *a, **k):
+            lrs.append(self.param_groups[0]["lr"])
+            return super().step(*a, **k)
+    monkeypatch.setattr(torch.optim, "AdamW", Recording)
+    model, steps, acc = fake_training([0.1] * 4)
+    run_epochs(model, steps, acc, Cfg(epochs=4, lr=1.0, decay_share=0.5), "t")
+    # 4 epochs of 3 steps; the cap's progress is (epoch + step/3) / 4: constant up to 0.5,
+    # then (1 - progress) / 0.5
+    assert [round(x, 3) for x in lrs] == [1, 1, 1, 1, 1, 1, 1, 0.833, 0.667, 0.5, 0.333, 0.167]
