@@ -38,7 +38,7 @@ class Sizes:
     test: int = 20
     negatives: int = 5          # misprimes and FKTC: wrong objects per fact
     examples: int = 10          # ZP-LKE's in-context examples (at most the train rows)
-    block: int = 512            # plant: tokens per training sequence
+    block: int = 256            # plant: tokens per training sequence (params.yaml's)
     masked_batch: int = 8       # plant_masked: batch size (16 sentences each)
     comment: tuple[str, ...] = field(default=(
         "Values are sized for a graph of a few hundred facts.",))
@@ -97,9 +97,9 @@ def _too_small(shape: RelationShape) -> str | None:
 
 
 def plant_sizes(counts: GraphCounts, kept: list[str], train: int, test: int,
-                lists_per_relation: int = 8, list_size: int = 50, batch: int = 8,
+                lists_per_relation: int = 8, list_size: int = 50, batch: int = 4,
                 forms: int = 7) -> tuple[int, int]:
-    """(``plant.block``, ``plant_masked.batch_size``) for a graph: the shipped 512 and 8, or
+    """(``plant.block``, ``plant_masked.batch_size``) for a graph: the shipped 256 and 8, or
     less when an epoch of training text would fill only a batch or two. A small graph then
     gets more optimiser steps from the same text: on the 48-fact test graph, block 64 instead of
     256 took the causal model from 60 to 240 steps (loss 1.42 to 0.80) and BELIEF-ICL's and
@@ -111,7 +111,7 @@ def plant_sizes(counts: GraphCounts, kept: list[str], train: int, test: int,
 
     >>> c = GraphCounts("g", 12, {}, {"r": 14.0})
     >>> plant_sizes(c, ["r"], 2, 4), plant_sizes(c, ["r"] * 5, 100, 400)
-    ((64, 1), (512, 8))
+    ((64, 1), (256, 8))
     """
     taught = train + test // 2
     chars = sum(lists_per_relation * min(taught, list_size + 1) * (counts.label_chars[r] + 2)
