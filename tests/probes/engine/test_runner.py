@@ -19,6 +19,7 @@ def facts_many() -> pd.DataFrame:
         extra = base[base.split == "test"].copy()
         extra["fact_id"] = f"t{k}"
         extra["subject"] = f"Person {k}"
+        extra["subject_id"] = f"person-{k}"     # another entity, not the base fact's
         rows.append(extra)
     return pd.concat(rows, ignore_index=True)
 

@@ -139,8 +139,10 @@ def test_killed_driver_resumes_with_another_replica_count(ray_cluster, ws):
     assert kept >= 3
     assert main(eval_args(ws, "zp-lke", "killed", "--executor", "ray", "--replicas", "1")) == 0
     assert_same_run(out, ws / "zp-lke-local")
+    # byte for byte the uninterrupted Ray run's: the local run may use another thread count
+    # than a replica (Ray gives an actor one per CPU), which moves log-probs by ~1e-7
     assert (out / "outputs.parquet").read_bytes() == \
-        (ws / "zp-lke-local" / "outputs.parquet").read_bytes()
+        (ws / "zp-lke-ray" / "outputs.parquet").read_bytes()
     sessions = json.loads((out / "run.json").read_text())["sessions"]
     assert sessions["count"] == 2 and sessions["chunks_resumed"] >= 3
     assert not partial.exists()
