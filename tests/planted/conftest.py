@@ -28,8 +28,12 @@ TEMPLATES = ROOT / "data" / "templates"
 # it in 80 epochs.
 # Half of the planted test facts (8) are taught MONITOR's frames only partly (the default third
 # gives 4: too few to rank); tests/planted/test_monitor.py checks PFD and IRD against them.
+# The optimiser these numbers were measured with (weight decay 0.01, a constant rate): the
+# sample's settings (0.1, decaying) learn this tiny world too, but reverse the MONITOR ranking
+# of tests/planted/test_monitor.py (see docs/planting.md).
 CAUSAL = ("--layers", "2", "--width", "64", "--vocab-size", "1000", "--block", "64",
-          "--batch-size", "4", "--partial-share", "0.5", "--max-epochs", "120", "--seed", "0")
+          "--batch-size", "4", "--partial-share", "0.5", "--weight-decay", "0.01",
+          "--decay-share", "0", "--max-epochs", "120", "--seed", "0")
 # The masked model: params.yaml's plant_masked (lr 0.002, batch 8) at width 64; measured: the
 # stopping rule ends it after about 55 epochs, 20 CPU-s.
 MASKED = ("--layers", "2", "--width", "64", "--vocab-size", "1000", "--batch-size", "8",
