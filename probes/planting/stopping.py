@@ -52,6 +52,17 @@ def sample_checks(taught: pd.DataFrame, forms: dict, formats: tuple[str, ...], n
     return checks
 
 
+def _padded(seqs: list[list[int]], pad_id: int):
+    """(input_ids, attention_mask) of token-id lists right-padded to the longest."""
+    import torch
+    ids = torch.full((len(seqs), max(len(q) for q in seqs)), pad_id)
+    attn = torch.zeros_like(ids)
+    for j, q in enumerate(seqs):
+        ids[j, :len(q)] = torch.tensor(q)
+        attn[j, :len(q)] = 1
+    return ids, attn
+
+
 def causal_accuracy(model, tokenizer, checks: list[Check], batch: int = 64) -> float:
     """Share of checks whose object tokens are all the greedy next tokens."""
     import torch
@@ -66,12 +77,7 @@ def causal_accuracy(model, tokenizer, checks: list[Check], batch: int = 64) -> f
                 head = tokenizer(c.prefix)["input_ids"]
                 obj = tokenizer(c.obj)["input_ids"]
                 rows.append((head + obj, len(head), len(obj)))
-            width = max(len(r[0]) for r in rows)
-            ids = torch.full((len(rows), width), tokenizer.pad_token_id)
-            attn = torch.zeros((len(rows), width), dtype=torch.long)
-            for j, (r, _, _) in enumerate(rows):
-                ids[j, :len(r)] = torch.tensor(r)
-                attn[j, :len(r)] = 1
+            ids, attn = _padded([r for r, _, _ in rows], tokenizer.pad_token_id)
             top = model(input_ids=ids, attention_mask=attn).logits.argmax(-1)
             for j, (r, h, k) in enumerate(rows):
                 hits += bool((top[j, h - 1:h - 1 + k] == ids[j, h:h + k]).all())
@@ -95,13 +101,8 @@ def masked_accuracy(model, tokenizer, checks: list[Check], batch: int = 64) -> f
                               add_special_tokens=False)["input_ids"]
                 t = tokenizer(c.tail, add_special_tokens=False)["input_ids"]
                 rows.append(([tokenizer.cls_token_id] + h, o, t + [tokenizer.sep_token_id]))
-            width = max(len(a) + len(o) + len(t) for a, o, t in rows)
-            ids = torch.full((len(rows), width), tokenizer.pad_token_id)
-            attn = torch.zeros((len(rows), width), dtype=torch.long)
-            for j, (a, o, t) in enumerate(rows):
-                seq = a + [tokenizer.mask_token_id] * len(o) + t
-                ids[j, :len(seq)] = torch.tensor(seq)
-                attn[j, :len(seq)] = 1
+            ids, attn = _padded([a + [tokenizer.mask_token_id] * len(o) + t for a, o, t in rows],
+                                tokenizer.pad_token_id)
             top = model(input_ids=ids, attention_mask=attn).logits.argmax(-1)
             for j, (a, o, _) in enumerate(rows):
                 hits += top[j, len(a):len(a) + len(o)].tolist() == o
