@@ -44,6 +44,13 @@ def cli(*args: str) -> None:
     assert main([*args, "--quiet"]) == 0, args
 
 
+def evaluate(method: str, dataset: Path, model: Path, out: Path, *args: str) -> Path:
+    """``factprobe eval METHOD`` of ``model`` on ``dataset`` into ``out``; returns ``out``."""
+    cli("eval", method, "--dataset", str(dataset), "--model", str(model), "--out", str(out),
+        *args)
+    return out
+
+
 def build_world(t: Path) -> dict[str, Path]:
     """The datasets, by name. fktc and multiprompt are built from the mc facts only (their
     builders read a facts dataset, so the aliases table is cut to the mc facts' ids)."""

@@ -3,13 +3,16 @@ above held-out ones, the subject-blind null stays near chance, a model that lear
 fails."""
 from __future__ import annotations
 
-from tests.planted.conftest import assert_invalid, assert_valid, cli, validity_of
+from tests.planted.conftest import (
+    assert_invalid,
+    assert_valid,
+    evaluate,
+    validity_of,
+)
 
 
 def run(world, model, out):
-    cli("eval", "belief", "--dataset", str(world["multiprompt"]), "--model", str(model),
-        "--max-names", "1", "--out", str(out))
-    return out
+    return evaluate("belief", world["multiprompt"], model, out, "--max-names", "1")
 
 
 def test_planted_facts_score_above_held_out(world, masked_model, tmp_path):

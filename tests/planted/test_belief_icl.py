@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.planted.conftest import assert_invalid, assert_valid, cli, validity_of
+from tests.planted.conftest import (
+    assert_invalid,
+    assert_valid,
+    evaluate,
+    validity_of,
+)
 
 ARGS = ("--max-names", "1", "--contexts", "zero,4-template", "--samples", "10",
         "--sample-prompts", "100")
@@ -15,9 +20,8 @@ ARGS = ("--max-names", "1", "--contexts", "zero,4-template", "--samples", "10",
 def runs(world, causal_model, blank_model, tmp_path_factory):
     out = {}
     for name, model in (("planted", causal_model), ("blank", blank_model)):
-        out[name] = tmp_path_factory.mktemp("belief-icl") / name
-        cli("eval", "belief-icl", "--dataset", str(world["multiprompt"]), "--model",
-            str(model), "--out", str(out[name]), *ARGS)
+        out[name] = evaluate("belief-icl", world["multiprompt"], model,
+                             tmp_path_factory.mktemp("belief-icl") / name, *ARGS)
     return out
 
 

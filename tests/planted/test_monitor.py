@@ -12,7 +12,7 @@ from probes.subject_blind import COLUMN
 from tests.planted.conftest import (
     assert_invalid,
     assert_valid,
-    cli,
+    evaluate,
     planted,
     validity_of,
 )
@@ -22,9 +22,8 @@ from tests.planted.conftest import (
 def runs(world, causal_model, blank_model, tmp_path_factory):
     out = {}
     for name, model in (("planted", causal_model), ("blank", blank_model)):
-        out[name] = tmp_path_factory.mktemp("monitor") / name
-        cli("eval", "monitor", "--dataset", str(world["fktc"]), "--model", str(model),
-            "--out", str(out[name]))
+        out[name] = evaluate("monitor", world["fktc"], model,
+                             tmp_path_factory.mktemp("monitor") / name)
     return out
 
 

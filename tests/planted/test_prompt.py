@@ -6,15 +6,13 @@ from tests.planted.conftest import (
     TEMPLATES,
     assert_invalid,
     assert_valid,
-    cli,
+    evaluate,
     validity_of,
 )
 
 
 def run(world, model, out):
-    cli("eval", "prompt", "--dataset", str(world["mc"]), "--model", str(model),
-        "--templates", str(TEMPLATES), "--out", str(out))
-    return out
+    return evaluate("prompt", world["mc"], model, out, "--templates", str(TEMPLATES))
 
 
 def test_planted_facts_score_above_held_out(world, causal_model, tmp_path):

@@ -10,7 +10,7 @@ from tests.planted.conftest import (
     VALID_AUROC,
     assert_invalid,
     assert_valid,
-    cli,
+    evaluate,
     validity_of,
 )
 
@@ -19,9 +19,7 @@ ARGS = ("--examples", "8", "--seeds", "0")
 
 
 def run(world, model, out):
-    cli("eval", "zp-lke", "--dataset", str(world["mc"]), "--model", str(model),
-        "--out", str(out), *ARGS)
-    return out
+    return evaluate("zp-lke", world["mc"], model, out, *ARGS)
 
 
 def test_planted_facts_score_above_held_out(world, causal_model, tmp_path):

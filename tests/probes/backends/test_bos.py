@@ -19,21 +19,11 @@ TEXT = ["Albert Einstein 1879, Niels Bohr 1885, Marie Curie 1867, Max Planck 185
 
 
 def tokenizer(adds_bos: bool):
-    from tokenizers import (
-        Tokenizer,
-        decoders,
-        models,
-        pre_tokenizers,
-        processors,
-        trainers,
-    )
+    from tokenizers import processors
     from transformers import PreTrainedTokenizerFast
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(TEXT, trainers.BpeTrainer(
-        vocab_size=300, special_tokens=["<s>", "</s>", "<pad>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+
+    from tests.tiny_tokenizers import byte_level_bpe
+    tok = byte_level_bpe(TEXT, 300, ["<s>", "</s>", "<pad>"])
     if adds_bos:
         tok.post_processor = processors.TemplateProcessing(
             single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", 0)])

@@ -24,22 +24,11 @@ def roberta_dir(tmp_path_factory):
     """A one-layer RobertaForMaskedLM with a byte-level BPE tokenizer trained on TEXT, its
     output bias rigged so that the top-1 token at any mask is "ĠParis" (p ~ 1)."""
     import torch
-    from tokenizers import (
-        AddedToken,
-        Tokenizer,
-        decoders,
-        models,
-        pre_tokenizers,
-        processors,
-        trainers,
-    )
+    from tokenizers import AddedToken, processors
     from transformers import PreTrainedTokenizerFast, RobertaConfig, RobertaForMaskedLM
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(TEXT, trainers.BpeTrainer(
-        vocab_size=400, special_tokens=["<s>", "<pad>", "</s>", "<unk>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+
+    from tests.tiny_tokenizers import byte_level_bpe
+    tok = byte_level_bpe(TEXT, 400, ["<s>", "<pad>", "</s>", "<unk>"])
     mask = AddedToken("<mask>", lstrip=True, special=True)   # RoBERTa's: takes the space
     tok.add_special_tokens([mask])
     tok.post_processor = processors.RobertaProcessing(("</s>", tok.token_to_id("</s>")),
