@@ -28,13 +28,7 @@ from builders.core.tables import dumps_json, file_sha256, read_manifest, write_p
 from probes.backends import BackendConfig, backend_kind
 from probes.backends.base import BackendKind, missing
 from probes.engine.checkpoints import Checkpoints
-from probes.engine.executors import (  # noqa: F401  (_once, fit_to_context: their old home)
-    ExecutorConfig,
-    ResumableError,
-    _once,
-    fit_to_context,
-    open_executor,
-)
+from probes.engine.executors import ExecutorConfig, ResumableError, open_executor
 from probes.engine.outputs import outputs_table, request_text, typed_frame
 from probes.engine.partition import assign, partitions
 from probes.engine.shards import write_shard

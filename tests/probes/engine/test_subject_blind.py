@@ -119,7 +119,7 @@ def test_no_planted_or_held_out_fact_means_no_null_pass():
 
 
 def test_a_question_asked_twice_in_a_chunk_gets_one_answer(tiny_causal_dir):
-    from probes.engine.runner import _once
+    from probes.engine.executors import _once
     from probes.requests import GenerateRequest
     backend = KINDS["hf-causal"].load(BackendConfig(str(tiny_causal_dir)))
     asked = []
