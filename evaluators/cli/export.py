@@ -62,7 +62,8 @@ def register(subparsers, common: argparse.ArgumentParser) -> None:
                    help="zp-lke: the example draw (eval's --seeds S); prompt: draws the "
                    "templates and FS-LKE examples (eval's --seed)")
     z = p.add_argument_group("zp-lke (as 'factprobe eval zp-lke')")
-    z.add_argument("--examples", type=count, help="in-context examples (default 50)")
+    z.add_argument("--examples", type=count, help="in-context examples (default 50, or the "
+                   "train facts of the relation with fewest, where fewer)")
     z.add_argument("--sep", help="between a subject and its object (' ')")
     z.add_argument("--pair-sep", type=nonempty, help="between pairs (', ')")
     z.add_argument("--compat", action="store_true", default=None,
@@ -124,7 +125,9 @@ def _run_lm_eval(args) -> str:
     from evaluators.exports.lm_eval_task import LMEvalExport, export_lm_eval
     return export_lm_eval(LMEvalExport(dataset=args.dataset, out=args.out, method=args.method,
                                        method_config=method_config(args), task=args.task,
-                                       relations=args.relations, limit=args.limit))
+                                       relations=args.relations, limit=args.limit,
+                                       sized_examples=args.method == "zp-lke"
+                                       and args.examples is None))
 
 
 def _run_lm_pub_quiz(args) -> str:

@@ -14,19 +14,25 @@ EPILOG = """examples:
   factprobe init . --source csv --path triples.csv --name langs
   factprobe init . --source sparql --endpoint http://localhost:7878/query --relations P36,P37
   factprobe init . --source wikidata --relations P36,P37,P38 --name wd
-then write templates/<relation>.yaml (docs/templates.md) and run `dvc repro`.
+then write templates/<relation>.yaml (docs/templates.md), commit (git add . && git commit),
+and run `dvc repro`.
 """
 
 
 def register(subparsers, common) -> None:
     from evaluators.scaffold.render import SOURCES
-    p = subparsers.add_parser("init", parents=[common],
+    # not the shared flags: their --force speaks of --out, which init does not have
+    p = subparsers.add_parser("init",
                               help="write dvc.yaml and params.yaml for your own graph",
                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
                               description="Write a DVC pipeline (dvc.yaml, params.yaml, a plot "
                               "template) from your graph to datasets, planted reference models, "
                               "every method's evaluation and a report. Existing files are "
                               "refused; --force rewrites only files factprobe init wrote.")
+    p.add_argument("--quiet", action="store_true", help="print nothing but errors")
+    p.add_argument("--force", action="store_true",
+                   help="rewrite the files factprobe init wrote before (their first line says "
+                   "so); a dvc.yaml or params.yaml of yours is never replaced")
     p.add_argument("dir", nargs="?", default=".", help="the repository folder (.)")
     p.add_argument("--source", choices=SOURCES, default="rdf", help="where the facts come "
                    "from (rdf)")
@@ -47,6 +53,7 @@ def _run(args) -> str:
         InitConfig,
         check_name,
         refuse,
+        set_plots_page,
         write,
     )
     root = Path(args.dir)
@@ -81,8 +88,12 @@ def _run(args) -> str:
               if rels else "templates/<relation>.yaml")
     outside = " (outside the repository: DVC tracks it there, but copying it in is safer)" \
         if path.startswith("..") else ""
-    return (f"{sized}\nwrote {', '.join(str(p) for p in written)}{outside}\n"
-            f"next: write {wanted} (docs/templates.md), then `dvc repro` in {root}")
+    plots = set_plots_page(root)
+    # a commit before `dvc repro`: `dvc exp run` refuses a repository without one, and every
+    # dataset card records whether the tree it was built in was clean
+    return (f"{sized}\nwrote {', '.join(str(p) for p in written)}{outside}\n{plots}\n"
+            f"next: write {wanted} (docs/templates.md), commit (`git add . && git commit -m "
+            f"'factprobe pipeline'`), then `dvc repro` in {root}")
 
 
 def _sizes(args):

@@ -45,6 +45,9 @@ class LMEvalExport:
     task: str = ""                # lm-eval task name; default factprobe_<dataset>_<method>
     relations: tuple[str, ...] | None = None
     limit: int | None = None
+    # zp-lke without --examples: the paper's 50, or fewer where a relation has fewer train
+    # facts (as `factprobe init` sizes eval.zp_lke to the graph)
+    sized_examples: bool = False
 
 
 def task_name(cfg: LMEvalExport, folder: Path) -> str:
@@ -141,6 +144,9 @@ def export_lm_eval(cfg: LMEvalExport) -> str:
     tables = load_tables(folder, method.probe.tables, cfg.method)
     tables["facts"] = select_facts(tables["facts"], cfg.relations, cfg.limit)
     require_choices(tables["facts"], cfg.dataset)
+    sized = ""
+    if cfg.sized_examples:
+        cfg, sized = _sized(cfg, tables["facts"])
     plan = method.probe.plan(tables, cfg.method_config)
     rows = questions(plan)
     need_rows(rows, cfg.dataset, "questions")
@@ -163,7 +169,28 @@ def export_lm_eval(cfg: LMEvalExport) -> str:
                 f"acc (a mean over questions) can differ from factprobe's mc_accuracy (a mean "
                 f"over facts)")
     return (f"wrote {cfg.out}: lm-eval task {task}, {len(rows)} questions on {len(per_fact)} "
-            f"facts; run it with lm_eval --include_path {cfg.out} --tasks {task}{note}")
+            f"facts{sized}; run it with lm_eval --include_path {cfg.out} --tasks {task}{note}")
+
+
+def _sized(cfg: LMEvalExport, facts: pd.DataFrame) -> tuple[LMEvalExport, str]:
+    """ZP-LKE's default 50 examples, lowered to the train facts of the relation with fewest
+    (among those with test facts to ask about), and the words saying so."""
+    import dataclasses
+    want = cfg.method_config.n_examples[0]
+    split = facts["split"] if "split" in facts.columns else pd.Series("", index=facts.index)
+    asked = set(facts.loc[split == "test", "relation_id"])
+    train = facts[split == "train"]["relation_id"].value_counts()
+    counts = {r: int(train.get(r, 0)) for r in asked}
+    if not counts or min(counts.values()) >= want:
+        return cfg, ""
+    fewest = min(counts, key=lambda r: (counts[r], r))
+    n = counts[fewest]
+    if n == 0:
+        return cfg, ""           # the plan says which relation has no examples to give
+    config = dataclasses.replace(cfg.method_config, n_examples=(n,))
+    return (dataclasses.replace(cfg, method_config=config),
+            f", {n} in-context examples (--examples not given: ZP-LKE's {want}, lowered to the "
+            f"{n} train facts of {fewest})")
 
 
 def _config_dict(config) -> dict:

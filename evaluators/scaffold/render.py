@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import subprocess
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -19,6 +21,9 @@ from builders.core.errors import UserError
 from evaluators.scaffold.sizing import SHIPPED, Sizes
 
 HEADER = "Written by factprobe init"
+# The page `dvc plots show` fills (DVC's plots.html_template, a path relative to .dvc/).
+PLOTS_PAGE = "plot-templates/plots.html"
+HTML_TEMPLATE = "../" + PLOTS_PAGE
 # Sources whose facts come from a file (a DVC dependency); the others ask an endpoint.
 FILE_SOURCES = ("rdf", "csv", "trex", "wikidata-dump")
 SOURCES = FILE_SOURCES + ("sparql", "wikidata")
@@ -30,7 +35,7 @@ NOBEL = {"rdf": "rdf", "sparql": "sparql", "wikidata": "wikidata",
          "wikidata-dump": "wikidata-dump", "csv": None, "trex": None}
 # (template in files/, path in the user's repository)
 FILES = (("dvc.yaml.in", "dvc.yaml"), ("params.yaml.in", "params.yaml"),
-         ("series.json", "plot-templates/series.json"))
+         ("series.json", "plot-templates/series.json"), ("plots.html", PLOTS_PAGE))
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
 
 
@@ -81,9 +86,22 @@ def rendered(cfg: InitConfig) -> dict[str, str]:
         "masked_batch")})
     flags = {"path": cfg.source in FILE_SOURCES, "aliases": via is not None,
              "nobel": NOBEL[cfg.source] is not None}
+    values.update(_vega())
     files = resources.files("evaluators.scaffold") / "files"
     return {target: render((files / name).read_text(encoding="utf-8"), values, flags)
             for name, target in FILES}
+
+
+def _vega() -> dict[str, str]:
+    """The vendored charting library of the report page, to inline into the plots page: DVC's
+    own page loads it from a CDN, and draws nothing offline."""
+    vendor = resources.files("evaluators.report.html") / "vendor"
+    out = {}
+    for name in ("vega", "vega-lite", "vega-embed"):
+        key = name.replace("-", "_")
+        out[key] = (vendor / f"{name}.min.js").read_text(encoding="utf-8")
+        out[f"{key}_license"] = (vendor / f"LICENSE-{name}").read_text(encoding="utf-8").strip()
+    return out
 
 
 def ours(path: Path) -> bool:
@@ -139,3 +157,27 @@ def check_name(name: str) -> str:
         raise UserError(f"--name {name!r}: lower-case letters, digits, - and _ only "
                         f"(e.g. my-graph)")
     return name
+
+
+def set_plots_page(root: Path) -> str:
+    """Point DVC's ``plots.html_template`` (the repository's ``.dvc/config``) at the plots page,
+    with DVC's own ``dvc config`` (it keeps the file's other settings and comments). A value the
+    user set is kept. Returns what was done, or the command to run when it could not be."""
+    command = f"dvc config plots.html_template {HTML_TEMPLATE}"
+    dvc = shutil.which("dvc")
+    if not (root / ".dvc").is_dir() or dvc is None:
+        why = "no .dvc/ here yet" if dvc else "dvc is not installed"
+        return f"{why}: after `dvc init`, run `{command}` (`dvc plots show` then draws offline)"
+    try:
+        now = subprocess.run([dvc, "config", "plots.html_template"], cwd=root,
+                             capture_output=True, text=True, timeout=120)
+        if now.returncode == 0 and now.stdout.strip() not in ("", HTML_TEMPLATE):
+            return (f"kept your plots.html_template ({now.stdout.strip()}); `{command}` makes "
+                    f"`dvc plots show` draw offline")
+        done = subprocess.run([dvc, "config", "plots.html_template", HTML_TEMPLATE], cwd=root,
+                              capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"could not run dvc ({exc}); run `{command}`"
+    if done.returncode != 0:
+        return f"`{command}` failed ({done.stderr.strip()[:200]}); run it yourself"
+    return "set plots.html_template in .dvc/config: `dvc plots show` draws offline"

@@ -216,6 +216,9 @@ def run_eval(cfg: EvalConfig, backend_cfg: BackendConfig, plan: Plan, method_cfg
     if cfg.dry_run:
         for line in plan.first_prompts(3):
             print(line)
+        # what the real run would leave out, in the words its results table uses
+        for rel, why in sorted(plan.skipped.items()):
+            print(f"skipped relation {rel}: {why}")
         print(f"{plan.size()} requests in {len(plan.stages)} stage(s); nothing was run "
               f"(--dry-run)")
         return None
