@@ -1,0 +1,108 @@
+"""The docs quote the numbers the shipped report holds (issue 29: docs/metrics/validity.md called
+the sample's ZP-LKE null 0.778 and flagged while the run gave 0.503), and what they say the
+generated params.yaml carries, it carries (docs/own-graph.md's `--answer-suffix`).
+
+Each claim is a pattern in a doc and the metrics.json keys its numbers come from: a number
+quoted with k decimals must be the report's value rounded to k. A pattern no longer found fails
+too (the sentence changed: point the claim at the new words). When the pipeline's numbers
+change, `dvc repro` rewrites reports/sample and this test names every sentence to update."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+METRICS = ROOT / "reports" / "sample" / "metrics.json"
+NUM = r"(\d\.\d+)"
+
+ZP = "sample-mc/zp-lke/planted"
+HGP = "sample-mc/prompt/planted"
+BELIEF = "sample-multiprompt/belief/planted-mlm"
+ICL4 = "sample-multiprompt/belief-icl/planted (4-template)"
+MONITOR = "sample-fktc/monitor/planted"
+
+
+def _row(label: str, run: str) -> tuple[str, list[str]]:
+    """A row of planting.md's table of the shipped pipeline: AUROC (low-high) | null (low-high)."""
+    return (rf"\| {re.escape(label)} \| {NUM} \({NUM}-{NUM}\) \| {NUM} \({NUM}-{NUM}\) \|",
+            [f"{run}/validity_auroc/{k}" for k in ("value", "ci_low", "ci_high")]
+            + [f"{run}/subject_blind_auroc/{k}" for k in ("value", "ci_low", "ci_high")])
+
+
+# (doc, pattern with one group per number, the metrics.json key of each number)
+CLAIMS = [
+    ("docs/metrics/validity.md",
+     rf"ZP-LKE with 50 examples gives validity\s+AUROC {NUM} and a subject-blind null of {NUM} "
+     rf"\[{NUM}, {NUM}\]",
+     [f"{ZP}/validity_auroc/value", f"{ZP}/subject_blind_auroc/value",
+      f"{ZP}/subject_blind_auroc/ci_low", f"{ZP}/subject_blind_auroc/ci_high"]),
+    ("docs/planting.md", *_row("ZP-LKE (gold probability)", ZP)),
+    ("docs/planting.md", *_row("prompt / HGP (gold probability)", HGP)),
+    ("docs/planting.md", *_row("BELIEF (masked model)", BELIEF)),
+    ("docs/planting.md", *_row("BELIEF-ICL, 4-template", ICL4)),
+    ("docs/planting.md",
+     rf"\| MONITOR \(anchor probability\) \| {NUM} \({NUM}-{NUM}\) \| {NUM} ",
+     [f"{MONITOR}/validity_auroc/{k}" for k in ("value", "ci_low", "ci_high")]
+     + [f"{MONITOR}/subject_blind_auroc/value"]),
+]
+# the report flags a null farther than this from 0.5 (docs/metrics/validity.md)
+MARGIN = 0.1
+
+
+def value(metrics: dict, key: str) -> float:
+    *path, stat = key.split("/")
+    node = metrics
+    for part in path:
+        node = node[part]
+    return float(node[stat])
+
+
+def agrees(quoted: str, actual: float) -> bool:
+    """A quoted number agrees when it is the value rounded to the quote's decimals.
+
+    >>> agrees("0.503", 0.5032), agrees("0.778", 0.5032), agrees("0.50", 0.5032)
+    (True, False, True)
+    """
+    decimals = len(quoted.split(".")[1])
+    return abs(float(quoted) - round(actual, decimals)) < 10 ** -(decimals + 3)
+
+
+@pytest.mark.parametrize("doc,pattern,keys", CLAIMS,
+                         ids=[f"{c[0]}:{c[2][0]}" for c in CLAIMS])
+def test_doc_quotes_the_shipped_report(doc, pattern, keys):
+    metrics = json.loads(METRICS.read_text(encoding="utf-8"))
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    m = re.search(pattern, text)
+    assert m, f"{doc}: the sentence quoting {keys[0]} is gone; point CLAIMS at its new words"
+    wrong = [f"{k}: doc says {q}, report has {value(metrics, k)}"
+             for q, k in zip(m.groups(), keys) if not agrees(q, value(metrics, k))]
+    assert not wrong, f"{doc}: " + "; ".join(wrong)
+
+
+def test_validity_doc_flags_as_the_report_does():
+    metrics = json.loads(METRICS.read_text(encoding="utf-8"))
+    text = (ROOT / "docs/metrics/validity.md").read_text(encoding="utf-8")
+    m = re.search(rf"subject-blind null of {NUM} \[{NUM}, {NUM}\]: (not flagged|flagged)", text)
+    assert m, "validity.md no longer says whether the sample's ZP-LKE null is flagged"
+    flagged = abs(value(metrics, f"{ZP}/subject_blind_auroc/value") - 0.5) > MARGIN
+    assert m.group(4) == ("flagged" if flagged else "not flagged")
+
+
+def test_own_graph_doc_says_what_the_generated_params_carry():
+    """docs/own-graph.md's "`eval.X` carries `FLAGS`" / "passes no flag" is what init writes."""
+    import yaml
+
+    from evaluators.scaffold.render import InitConfig, rendered
+    params = yaml.safe_load(rendered(InitConfig(dir=".", path="graph.ttl"))["params.yaml"])
+    text = (ROOT / "docs" / "own-graph.md").read_text(encoding="utf-8")
+    said = re.findall(r"`eval\.(\w+)`\s+(carries\s+`([^`]+)`|passes no flag)", text)
+    assert said, "own-graph.md no longer says which flags an eval section carries"
+    for section, claim, flags in said:
+        args = params["eval"][section]["args"]
+        if flags:
+            assert flags in args, (section, flags, args)
+        else:
+            assert args == "", (section, args)
