@@ -56,13 +56,28 @@ function sortableTable(columns, rows, opts = {}) {
     });
     if (opts.counted) opts.counted(Math.min(r.length, limit), r.length);
   };
-  columns.forEach((c, i) => head.append(el("th", {onclick: () => {
+  columns.forEach((c, i) => head.append(el("th", {class: c.cls, onclick: () => {
     desc = sortCol === i ? !desc : !!c.descFirst; sortCol = i; draw();
   }}, c.label)));
   table.append(el("thead", {}, head), body);
   table.redraw = draw;
   draw();
   return table;
+}
+
+// A wide table fits the page: its secondary columns (class "secondary") start hidden, a button
+// shows them, and the table then scrolls inside its own box, never the page.
+function fitted(table) {
+  const n = table.querySelectorAll("thead th.secondary").length;
+  const box = el("div", {class: "table-wrap collapsed"}, table);
+  if (!n) return box;
+  const more = `show ${n} more column${n === 1 ? "" : "s"}`;
+  const button = el("button", {class: "more-columns", type: "button"}, more);
+  button.addEventListener("click", () => {
+    const open = box.classList.toggle("collapsed") === false;
+    button.textContent = open ? "fewer columns" : more;
+  });
+  return el("div", {class: "fitted"}, box, button);
 }
 
 function groupBy(rows, key) {

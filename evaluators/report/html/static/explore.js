@@ -249,6 +249,18 @@ function renderFact(data, fact) {
   box.replaceChildren(head, ...runs);
 }
 
+// The explorer's first view: the first dataset and relation whose facts have results, the
+// planted model's listed facts (taught or held out) first; else the first relation.
+function firstView() {
+  for (const want of [(r) => r.with_results && r.listed, (r) => r.with_results]) {
+    for (const [i, d] of D.datasets.entries()) {
+      const rel = d.relations.find(want);
+      if (rel) return [i, rel.id];
+    }
+  }
+  return [0, undefined];
+}
+
 // ------------------------------------------------------------------------------- start
 function start() {
   const n = D.runs.length;
@@ -256,7 +268,8 @@ function start() {
     `intervals over facts (${D.options.resamples} resamples, seed ${D.options.seed}).`;
   document.querySelectorAll(".tab").forEach((b) => b.addEventListener("click", () => {
     showTab(b.dataset.tab);
-    if (b.dataset.tab === "explore" && state.rel === null && D.datasets.length) selectDataset(0);
+    if (b.dataset.tab === "explore" && state.rel === null && D.datasets.length)
+      selectDataset(...firstView());
   }));
   renderLeaderboard();
   renderValidity();

@@ -1,5 +1,8 @@
 // The overview tab: leaderboard, validity table and chart, heatmaps, runs (common.js first).
 // --------------------------------------------------------------------------- overview
+// Metric columns a leaderboard shows before "show more": what fits 1400 px beside the model.
+const LEADERBOARD_COLUMNS = 5;
+
 function renderLeaderboard() {
   const box = $("leaderboard");
   const tables = [];
@@ -12,9 +15,12 @@ function renderLeaderboard() {
       cells: Object.fromEntries(rs.map((r) => [r.metric, r]))}));
     const cols = [{label: "model", value: (r) => r.model, cell: (r) => r.model}];
     if (m.contexts) cols.push({label: "context", value: (r) => r.setting, cell: (r) => r.setting});
+    // the main number and the next few in the method's order; the rest behind a button
+    const first = [m.main, ...metrics.filter((x) => x !== m.main)].slice(0, LEADERBOARD_COLUMNS);
     for (const name of metrics) {
       const lower = m.lower_is_better.includes(name);
-      cols.push({label: m.labels[name], cls: "num", descFirst: !lower,
+      cols.push({label: m.labels[name], cls: first.includes(name) ? "num" : "num secondary",
+        descFirst: !lower,
         value: (r) => r.cells[name]?.value ?? null,
         cell: (r) => { const c = r.cells[name]; return c && c.value !== null ? el("span", {class: "lb-cell",
           "data-dataset": dataset, "data-method": method,
@@ -28,7 +34,7 @@ function renderLeaderboard() {
       desc: !m.lower_is_better.includes(m.main),
       filter: (r) => r.model.toLowerCase().includes($("leaderboard-filter").value.toLowerCase())});
     tables.push(t);
-    box.append(el("h3", {}, `${method} on ${dataset}`), t);
+    box.append(el("h3", {}, `${method} on ${dataset}`), fitted(t));
   }
   $("leaderboard-filter").addEventListener("input", () => tables.forEach((t) => t.redraw()));
 }
@@ -53,17 +59,19 @@ function renderValidity() {
     {label: "estimator", value: (r) => r.estimator, cell: (r) => r.estimator},
     ...["planted", "held_out", "difference", "auroc"].map((k) => ({
       label: {planted: "planted", held_out: "held-out", difference: "difference",
-        auroc: "AUROC"}[k], cls: "num", descFirst: true,
+        auroc: "AUROC"}[k], cls: k === "difference" ? "num secondary" : "num", descFirst: true,
       value: (r) => r[`${k}_value`], cell: (r) => el("span", {"data-validity": k,
         "data-value": r[`${k}_value`]}, r.text[k])})),
     {label: "subject-blind AUROC", cls: "num", value: (r) => r.null_auroc_value,
       cell: (r) => el("span", {"data-validity": "null_auroc", "data-value": r.null_auroc_value,
         class: r.familiarity ? "bad" : ""}, nullCell(r))},
-    {label: "n (planted / held-out)", cls: "num", value: (r) => r.n_planted,
+    {label: "n (planted / held-out)", cls: "num secondary", value: (r) => r.n_planted,
       cell: (r) => `${r.n_planted ?? "–"} / ${r.n_held_out ?? "–"}`},
-    {label: "score", value: (r) => r.score_means, cell: (r) => r.score_means || ""},
+    // a sentence, not a number: behind the button, and given room when shown
+    {label: "score", cls: "secondary text", value: (r) => r.score_means,
+      cell: (r) => r.score_means || ""},
   ];
-  $("validity").append(sortableTable(cols, rows, {cls: "validity"}));
+  $("validity").append(fitted(sortableTable(cols, rows, {cls: "validity"})));
   for (const r of rows) {
     const where = `${r.method} on ${r.dataset}, ${settingName(r.model, r.setting)}, ${r.estimator}`;
     if (r.familiarity) $("validity-flags").append(el("li", {}, el("b", {}, where),
@@ -139,7 +147,7 @@ function renderRuns() {
   const cols = ["dataset", "method", "model", "path", "rows", "planted"].map((k) => ({
     label: k === "path" ? "run folder" : k === "planted" ? "planted.json" : k,
     value: (r) => r[k], cell: (r) => (r[k] === null ? "–" : String(r[k]))}));
-  $("runs").append(sortableTable(cols, D.runs, {}));
+  $("runs").append(fitted(sortableTable(cols, D.runs, {cls: "runs"})));
   if (!D.notes.length) $("notes-block").hidden = true;
   for (const n of D.notes) $("notes").append(el("li", {}, n));
 }
