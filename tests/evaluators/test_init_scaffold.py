@@ -52,7 +52,7 @@ def test_init_refuses_what_is_not_its_own(tmp_path, capsys):
     args = ["init", str(repo), "--path", str(graph), "--quiet"]
     assert main(args) == 0
     first = {p.name: p.read_bytes() for p in repo.rglob("*") if p.is_file()}
-    assert set(first) == {"dvc.yaml", "params.yaml", "series.json"}
+    assert set(first) == {"dvc.yaml", "params.yaml", "series.json", "plots.html"}
     assert yaml.safe_load(first["params.yaml"])["facts"]["path"] == "../g.ttl"
     capsys.readouterr()
     assert main(args) == 2                              # there: --force to rewrite
