@@ -112,17 +112,22 @@ def relation_files(runs: list[Run], options: MetricsOptions) -> tuple[list[dict]
             path = f"explorer/data/d{d_i}-{slug(ds)}/r{k:03d}-{slug(rel)}.js"
             files.append(RelationFile(f"{ds}|{rel}", path, data))
             meta = info.relations.get(rel, {})
-            # where the explorer opens: a relation whose facts have results and are among
-            # the planted model's taught or held-out facts (FKTC and multi-prompt sets hold
-            # facts planted.json does not list)
             rel_index.append({"id": rel, "label": meta.get("label", ""),
-                              "facts": len(data["facts"]), "file": path,
-                              "with_results": sum(bool(f["results"]) for f in data["facts"]),
-                              "listed": sum(any(v != "not listed" for v in f["planted"].values())
-                                            for f in data["facts"])})
+                              "facts": len(data["facts"]), "file": path, **_counts(data)})
         index.append({"name": ds, "note": info.note, "relations": rel_index,
                       "settings": settings})
     return index, files
+
+
+def _counts(data: dict) -> dict[str, int]:
+    """What the explorer opens on: a relation whose facts have results, are among a planted
+    model's taught or held-out facts (FKTC and multi-prompt sets hold facts planted.json does
+    not list), and some of which a method got right."""
+    facts = data["facts"]
+    return {"with_results": sum(bool(f["results"]) for f in facts),
+            "listed": sum(any(v != "not listed" for v in f["planted"].values()) for f in facts),
+            "correct": sum(any((v.get("correct") or 0) >= 0.5 for v in f["results"].values())
+                           for f in facts)}
 
 
 def _prompts(run: Run) -> dict[str, str]:

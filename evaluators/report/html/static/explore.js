@@ -249,10 +249,12 @@ function renderFact(data, fact) {
   box.replaceChildren(head, ...runs);
 }
 
-// The explorer's first view: the first dataset and relation whose facts have results, the
-// planted model's listed facts (taught or held out) first; else the first relation.
+// The explorer's first view: the first dataset and relation whose facts have results, among
+// them a planted model's listed facts (taught or held out) and some a method got right, then
+// less of that; else the first relation.
 function firstView() {
-  for (const want of [(r) => r.with_results && r.listed, (r) => r.with_results]) {
+  for (const want of [(r) => r.correct && r.listed, (r) => r.with_results && r.listed,
+    (r) => r.with_results]) {
     for (const [i, d] of D.datasets.entries()) {
       const rel = d.relations.find(want);
       if (rel) return [i, rel.id];
