@@ -186,7 +186,8 @@ def _sized(cfg: LMEvalExport, facts: pd.DataFrame) -> tuple[LMEvalExport, str]:
     fewest = min(counts, key=lambda r: (counts[r], r))
     n = counts[fewest]
     if n == 0:
-        return cfg, ""           # the plan says which relation has no examples to give
+        raise UserError(f"relation {fewest} has no train facts to draw ZP-LKE's examples from; "
+                        f"leave it out with --relations, or ask for --examples 0")
     config = dataclasses.replace(cfg.method_config, n_examples=(n,))
     return (dataclasses.replace(cfg, method_config=config),
             f", {n} in-context examples (--examples not given: ZP-LKE's {want}, lowered to the "

@@ -179,5 +179,6 @@ def set_plots_page(root: Path) -> str:
     except (OSError, subprocess.SubprocessError) as exc:
         return f"could not run dvc ({exc}); run `{command}`"
     if done.returncode != 0:
-        return f"`{command}` failed ({done.stderr.strip()[:200]}); run it yourself"
+        first = (done.stderr.strip().splitlines() or ["no message"])[0][:200]
+        return f"`{command}` failed ({first}); run it yourself once dvc works here"
     return "set plots.html_template in .dvc/config: `dvc plots show` draws offline"
