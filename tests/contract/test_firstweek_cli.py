@@ -44,3 +44,19 @@ def test_init_help_describes_its_own_force():
     assert proc.returncode == 0
     force = proc.stdout.split("--force", 2)[2].split("\n  --", 1)[0]
     assert "--out" not in force and "init wrote" in " ".join(force.split())
+
+
+def test_export_lm_eval_names_a_relation_without_train_facts(workspace):
+    import pandas as pd
+    path = workspace / "mc" / "facts.parquet"
+    facts = pd.read_parquet(path)
+    facts.loc[(facts["relation_id"] == "rel:continent") & (facts["split"] == "train"),
+              "split"] = ""
+    facts.to_parquet(path)
+    proc = run(["export", "lm-eval", "mc", "task"], cwd=workspace)
+    assert proc.returncode == 2, proc.stderr
+    assert "rel:continent has no train facts" in proc.stderr and proc.stderr.count("\n") == 1
+    assert not (workspace / "task").exists()
+    proc = run(["export", "lm-eval", "mc", "task", "--relations",
+                "rel:capital,rel:officialLanguage"], cwd=workspace)
+    assert proc.returncode == 0, proc.stderr
