@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -29,6 +30,7 @@ from builders.core.errors import UserError
 from builders.core.markers import (
     BOOKKEEPING,
     MARKER,
+    RECORDS,
     Found,
     clashes,
     contents,
@@ -80,6 +82,15 @@ def _refuse_protected(path: Path, say: str, flag: str) -> None:
             what = "is the input" if real == inp else "holds the input"
             raise UserError(f"{say} {what} {given}, and factprobe never writes over its "
                             f"inputs; choose another {flag}")
+        # Only a folder that is there can be written into (a model name like gpt2 or an
+        # hf:// address is no folder here).
+        if inp in real.parents and inp.is_dir():
+            raise UserError(f"{say} is inside the input {given}, and factprobe never writes "
+                            f"into its inputs; choose an {flag} outside it")
+
+
+def _warn(line: str) -> None:
+    print(f"factprobe: warning: {line}", file=sys.stderr)
 
 
 def _existing_ancestor(path: Path, say: str, flag: str) -> Path:
@@ -150,7 +161,7 @@ def prepare(out: str | os.PathLike, kind: str, subkind: str | None = None, *,
     _refuse_protected(path, say, flag)
     base = _existing_ancestor(path, say, flag)
     if base in (path, path.parent):
-        recover(path.parent)
+        recover(path, say=_warn)
     if os.path.lexists(path):
         _check_existing(path, kind, subkind, say, flag)
         base = path.parent
@@ -178,7 +189,7 @@ def atomic_folder(out: str | os.PathLike, kind: str, subkind: str | None = None,
     try:
         yield tmp
         new = identify(tmp)
-        missing = (set(contents(tmp)) - {swap.SENTINEL}) ^ new.owned
+        missing = (set(contents(tmp)) - RECORDS) ^ new.owned
         if new.kind != kind or missing:
             raise UserError(f"{say}: the new folder's {MARKER[kind]} does not list exactly its "
                             f"files ({', '.join(sorted(missing)[:3]) or 'no marker'}); nothing "
