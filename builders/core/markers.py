@@ -12,9 +12,9 @@ sub-folder as ``"name/"``)::
                                        a reader how to rebuild the tables and what the folder holds)
     export    factprobe_export.json   (factprobe export: a task folder for another tool)
 
-Markers written before ``output`` and ``files`` existed are recognised by their other keys, and
-the files they own inferred (:func:`identify`). A marker listing a path outside its folder is
-not factprobe's.
+Markers written before ``output`` and ``files`` existed are recognised by their other keys,
+and claim only the files their kind of output always has (:func:`identify`): anything else in
+such a folder is the user's. A marker listing a path outside its folder is not factprobe's.
 """
 from __future__ import annotations
 
