@@ -70,9 +70,10 @@ def record(target: str, role: str) -> dict:
 
 def write(folder: Path, target: str, role: str) -> None:
     """Put this process's record in ``folder`` (one small write: a kill leaves a record that
-    does not parse, which proves nothing and so removes nothing)."""
+    does not parse, which proves nothing and so removes nothing). Raises FileExistsError
+    rather than overwrite a file of that name: it is another writer's, or someone's."""
     data = json.dumps(record(target, role), sort_keys=True).encode("utf-8")
-    fd = os.open(folder / WRITER, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    fd = os.open(folder / WRITER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     try:
         os.write(fd, data)
     finally:
