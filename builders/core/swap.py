@@ -177,7 +177,11 @@ def install(tmp: Path, out: Path, *, exchange: bool = True) -> Path | None:
             except OSError:
                 return tmp
             return old
-    os.rename(out, old)        # a kill after this: recovery renames ``old`` back to ``out``
+    try:
+        os.rename(out, old)    # a kill after this: recovery renames ``old`` back to ``out``
+    except OSError:
+        _unrecord(out)
+        raise
     try:
         os.rename(tmp, out)
     except OSError:
