@@ -130,7 +130,7 @@ def identify(folder: Path) -> Found:
             continue
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):   # a marker nested too deep is no marker
             continue
         if not isinstance(data, dict):
             continue

@@ -88,7 +88,7 @@ def read(folder: Path, target: str, pid: int | None = None) -> dict | None:
         if path.is_symlink() or not path.is_file() or path.stat().st_size > 4096:
             return None
         data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):     # 4 KB of "[" nests too deep to parse
         return None
     if not isinstance(data, dict) or data.get("factprobe_writer") != _VERSION:
         return None
