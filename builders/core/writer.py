@@ -50,6 +50,13 @@ def _start_time(pid: int) -> int | None:
         return None
 
 
+def _proc_is_ours() -> bool:
+    """Whether /proc shows this PID namespace (``unshare --pid --fork`` without
+    ``--mount-proc`` leaves the parent's: PID N there is another process than N here)."""
+    stat = _read("/proc/self/stat")
+    return stat is not None and stat.split(" ", 1)[0] == str(os.getpid())
+
+
 def _pid_ns() -> str | None:
     try:
         return os.readlink("/proc/self/ns/pid")
@@ -64,7 +71,8 @@ def here() -> dict:
 
 
 def record(target: str, role: str) -> dict:
-    return {"factprobe_writer": _VERSION, "pid": os.getpid(), "start": _start_time(os.getpid()),
+    start = _start_time(os.getpid()) if _proc_is_ours() else None
+    return {"factprobe_writer": _VERSION, "pid": os.getpid(), "start": start,
             **here(), "target": target, "role": role}
 
 
@@ -115,7 +123,7 @@ def alive(pid: int) -> bool:
         return True
     except (OverflowError, ValueError):
         return False
-    stat = _read(f"/proc/{pid}/stat")
+    stat = _read(f"/proc/{pid}/stat") if _proc_is_ours() else None
     if stat is None:
         return True
     return stat.rpartition(")")[2].split()[:1] not in (["Z"], ["X"])
@@ -134,7 +142,7 @@ def verdict(rec: dict) -> str:
             return "foreign"
     if not alive(rec["pid"]):
         return "dead"
-    start = _start_time(rec["pid"])
+    start = _start_time(rec["pid"]) if _proc_is_ours() else None
     if rec["start"] is not None and start is not None and start != rec["start"]:
         return "dead"           # the PID was reused by a later process
     return "alive"
