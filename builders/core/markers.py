@@ -12,9 +12,9 @@ sub-folder as ``"name/"``)::
                                        a reader how to rebuild the tables and what the folder holds)
     export    factprobe_export.json   (factprobe export: a task folder for another tool)
 
-Markers written before ``output`` and ``files`` existed are recognised by their other keys, and
-the files they own inferred (:func:`identify`). A marker listing a path outside its folder is
-not factprobe's.
+Markers written before ``output`` and ``files`` existed are recognised by their other keys,
+and claim only the files their kind of output always has (:func:`identify`): anything else in
+such a folder is the user's. A marker listing a path outside its folder is not factprobe's.
 """
 from __future__ import annotations
 
@@ -23,7 +23,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from builders.core.writer import WRITER
+
 SENTINEL = ".factprobe-incomplete"   # in a temporary folder until it is complete (builders.core.swap)
+# factprobe's own bookkeeping at the top of a folder it is writing or moving aside: never part
+# of an output, never a user's file (builders.core.writer).
+RECORDS = frozenset({SENTINEL, WRITER})
 # Checked in this order: a Hub folder also holds the dataset's dataset.json.
 MARKERS = (("publish", "factprobe_layout.json"), ("report", "report.json"),
            ("model", "planted.json"), ("run", "run.json"), ("export", "factprobe_export.json"),
@@ -38,6 +43,14 @@ BOOKKEEPING = frozenset({".gitignore", ".gitkeep"})
 # written before markers listed their files.
 _HF_FILES = ("config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
              "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
+# The tables each dataset kind always writes, for dataset.json files written before markers
+# listed their files: such a marker claims these and nothing else (a user's own
+# results.parquet in the folder stays the user's).
+_DATASET_TABLES = {"facts": ("facts", "relations"), "mc": ("facts", "relations"),
+                   "misprimes": ("facts", "relations"), "templates": ("templates", "relations"),
+                   "multiprompt": ("facts", "relations", "templates"),
+                   "fktc": ("facts", "relations", "templates"),
+                   "nobel": ("laureates", "facts", "relations")}
 
 
 @dataclass(frozen=True)
@@ -75,14 +88,15 @@ def contents(folder: Path) -> list[str]:
 def stamp(manifest: dict, folder: Path, kind: str) -> dict:
     """``manifest`` with the ownership fields for ``folder``: call it when everything but the
     marker is written, and write the result as the marker."""
-    files = set(contents(folder)) - {SENTINEL}
+    files = set(contents(folder)) - RECORDS
     return {**manifest, "output": kind, "files": sorted(files | {MARKER[kind]})}
 
 
 def _legacy_files(kind: str, folder: Path, data: dict) -> set[str] | None:
     """The files of a marker written before markers listed them, told by its own keys."""
     if kind == "dataset" and {"kind", "schema_version", "factprobe_version"} <= data.keys():
-        return {p.name for p in folder.glob("*.parquet")}
+        tables = _DATASET_TABLES.get(data["kind"], ()) if isinstance(data["kind"], str) else ()
+        return {f"{t}.parquet" for t in tables}
     if kind == "run" and {"method", "eval", "backend"} <= data.keys():
         return {"outputs.parquet", "prompts.parquet", "metrics.json"}
     if kind == "model" and {"planted", "held_out", "config"} <= data.keys():
@@ -116,7 +130,7 @@ def identify(folder: Path) -> Found:
             continue
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):   # a marker nested too deep is no marker
             continue
         if not isinstance(data, dict):
             continue
@@ -135,13 +149,14 @@ def identify(folder: Path) -> Found:
 
 def unlisted(folder: Path, found: Found) -> list[str]:
     """What is in ``folder`` that its marker does not list (an empty folder that held listed
-    files counts as listed)."""
+    files counts as listed; factprobe's own :data:`RECORDS` are neither)."""
     dirs = {p.rstrip("/").rsplit("/", 1)[0] + "/" for p in found.owned if "/" in p.rstrip("/")}
     for d in list(dirs):
         while "/" in d.rstrip("/"):
             d = d.rstrip("/").rsplit("/", 1)[0] + "/"
             dirs.add(d)
-    return [p for p in contents(folder) if p not in found.owned and p not in dirs]
+    return [p for p in contents(folder)
+            if p not in found.owned and p not in dirs and p not in RECORDS]
 
 
 def clashes(folder: Path, rel: str) -> bool:

@@ -12,14 +12,20 @@ replaces an input or a folder holding one, the working directory or a folder hol
 Files version control puts in output folders (DVC writes ``.gitignore`` beside its outputs) do
 not count as the user's content, and are carried into the new folder like any unlisted file.
 
+An ``--out`` inside an input folder is refused too (``build mc --facts F --out F/mc``).
+
 The swap, and the recovery of what a killed writer left, are :mod:`builders.core.swap`; recovery
-runs before every write into a folder, for every output in it.
+runs before every write, for that ``--out`` only, and touches only folders whose writer record
+(:mod:`builders.core.writer`) proves a dead factprobe wrote them here.
 """
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import errno
 import os
+import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -29,6 +35,7 @@ from builders.core.errors import UserError
 from builders.core.markers import (
     BOOKKEEPING,
     MARKER,
+    RECORDS,
     Found,
     clashes,
     contents,
@@ -38,7 +45,7 @@ from builders.core.markers import (
 )
 from builders.core.swap import recover, retire
 
-__all__ = ["OutPolicy", "atomic_folder", "out_policy", "prepare", "stamp"]
+__all__ = ["OutPolicy", "atomic_folder", "no_space", "out_policy", "prepare", "stamp"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +87,40 @@ def _refuse_protected(path: Path, say: str, flag: str) -> None:
             what = "is the input" if real == inp else "holds the input"
             raise UserError(f"{say} {what} {given}, and factprobe never writes over its "
                             f"inputs; choose another {flag}")
+        # Only a folder that is there can be written into (a model name like gpt2 or an
+        # hf:// address is no folder here).
+        if inp in real.parents and inp.is_dir():
+            raise UserError(f"{say} is inside the input {given}, and factprobe never writes "
+                            f"into its inputs; choose an {flag} outside it")
+
+
+# What a full disk (or quota) looks like from the libraries that write files for factprobe:
+# OSError's errno, pyarrow's "[errno 28]", safetensors' and torch's Rust/C++ messages.
+_NO_SPACE = re.compile(r"No space left on device|Disk quota exceeded|\[errno (28|122)\]|"
+                       r"StorageFull|QuotaExceeded", re.IGNORECASE)
+
+
+def no_space(exc: BaseException) -> bool:
+    """Whether ``exc`` says the disk is full, however the library that raised it words it.
+
+    >>> no_space(OSError(28, "No space left on device")), no_space(OSError(2, "x"))
+    (True, False)
+    >>> no_space(RuntimeError("Error while serializing: IoError(Os { code: 28, kind: StorageFull })"))
+    True
+    """
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return bool(_NO_SPACE.search(str(exc)))
+
+
+_SAID: set[str] = set()
+
+
+def _warn(line: str) -> None:
+    # --out is prepared twice (before any work, and again by the writer): one line, once.
+    if line not in _SAID:
+        _SAID.add(line)
+        print(f"factprobe: warning: {line}", file=sys.stderr)
 
 
 def _existing_ancestor(path: Path, say: str, flag: str) -> Path:
@@ -150,7 +191,7 @@ def prepare(out: str | os.PathLike, kind: str, subkind: str | None = None, *,
     _refuse_protected(path, say, flag)
     base = _existing_ancestor(path, say, flag)
     if base in (path, path.parent):
-        recover(path.parent)
+        recover(path, say=_warn)
     if os.path.lexists(path):
         _check_existing(path, kind, subkind, say, flag)
         base = path.parent
@@ -178,7 +219,7 @@ def atomic_folder(out: str | os.PathLike, kind: str, subkind: str | None = None,
     try:
         yield tmp
         new = identify(tmp)
-        missing = (set(contents(tmp)) - {swap.SENTINEL}) ^ new.owned
+        missing = (set(contents(tmp)) - RECORDS) ^ new.owned
         if new.kind != kind or missing:
             raise UserError(f"{say}: the new folder's {MARKER[kind]} does not list exactly its "
                             f"files ({', '.join(sorted(missing)[:3]) or 'no marker'}); nothing "
@@ -197,7 +238,11 @@ def atomic_folder(out: str | os.PathLike, kind: str, subkind: str | None = None,
         installed = True
         if old is not None:
             retire(old, path)
-    except BaseException:
+    except BaseException as exc:
         if not installed:
             swap.discard(tmp)
+        if isinstance(exc, Exception) and not isinstance(exc, UserError) and no_space(exc):
+            raise UserError(f"{say}: no space left on the device that holds it; free some "
+                            f"space there, or choose another {flag} (nothing was replaced)"
+                            ) from None
         raise

@@ -13,13 +13,16 @@ is complete. :func:`install` then puts it in place:
   renames: ``NAME -> .NAME.old-PID``, then ``tmp -> NAME``. A kill between them leaves ``NAME``
   missing; the next factprobe run beside it puts ``.NAME.old-PID`` back (:func:`recover`).
 
-Every temporary name carries the writer's PID, so a later run can tell a folder a live writer is
-filling from one a killed writer left behind (:func:`alive`). Python's ``os`` module has no
-``renameat2`` wrapper, hence ctypes (glibc and musl export it; without it, the two renames).
+Every folder factprobe creates or moves aside holds its writer record
+(:mod:`builders.core.writer`: process, host, PID namespace, boot, output), so a later run can
+prove which folders a killed factprobe left behind, and tell them from a live writer's, another
+machine's, or a user's folder of a similar name. Python's ``os`` module has no ``renameat2``
+wrapper, hence ctypes (glibc and musl export it; without it, the two renames).
 
 A replaced folder is emptied by :func:`retire`: files its marker lists are deleted, anything
-else is moved into the new folder. :func:`recover` applies the same steps to whatever dead
-writers left in a folder, and runs before every write into it (``outdir.prepare``).
+else is moved into the new folder. :func:`recover` applies the same steps to what dead writers
+of the same ``--out`` left, and runs before every write of that ``--out``
+(``outdir.prepare``).
 """
 from __future__ import annotations
 
@@ -34,26 +37,27 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from builders.core import writer
 from builders.core.markers import (
-    BOOKKEEPING,
     MARKER,
+    RECORDS,
     SENTINEL,
     clashes,
     contents,
     identify,
     unlisted,
 )
+from builders.core.writer import WRITER, alive  # noqa: F401  (alive: re-exported)
 
 AT_FDCWD = -100
 RENAME_NOREPLACE = 1
 RENAME_EXCHANGE = 2
 # What renameat2 answers when the kernel, libc or file system lacks the flag.
 _UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP}
-# .NAME.tmp-PID-RAND (a writer's), .NAME.old-PID[-RAND] (a replaced folder), and the
-# .NAME.tmp-XXXXXXXX that factprobe wrote with tempfile.mkdtemp before names carried a PID
-# (only ever removed beside a dead .NAME.old-PID, the pair such a writer left when killed).
+# .NAME.tmp-PID-RAND (a writer's) and .NAME.old-PID[-RAND] (a replaced folder). A name of
+# this shape proves nothing by itself (a user may call a folder .photos.tmp-2023): only the
+# writer record inside does (builders.core.writer).
 _TEMP = re.compile(r"^\.(?P<name>.+)\.(?P<role>tmp|old)-(?P<pid>[1-9]\d{0,9})(?:-[0-9a-z]+)?$")
-_LEGACY_TMP = re.compile(r"^\.(?P<name>.+)\.tmp-\w+$")
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,7 @@ class Temp:
 
     name: str
     role: str           # "tmp" (being written) or "old" (a replaced folder)
-    pid: int | None     # None: a pre-PID name, whose writer cannot be told alive or dead
+    pid: int
 
 
 def parse(entry: str) -> Temp | None:
@@ -71,36 +75,11 @@ def parse(entry: str) -> Temp | None:
     Temp(name='sample-mc', role='tmp', pid=4242)
     >>> parse(".run.old-77")
     Temp(name='run', role='old', pid=77)
-    >>> parse(".run.tmp-k3j_x9aa")
-    Temp(name='run', role='tmp', pid=None)
-    >>> parse(".run.partial") is None, parse("run") is None
-    (True, True)
+    >>> parse(".run.tmp-k3j_x9aa") is None, parse(".run.partial") is None, parse("run") is None
+    (True, True, True)
     """
     m = _TEMP.match(entry)
-    if m:
-        return Temp(m["name"], m["role"], int(m["pid"]))
-    m = _LEGACY_TMP.match(entry)
-    return Temp(m["name"], "tmp", None) if m else None
-
-
-def alive(pid: int) -> bool:
-    """Whether process ``pid`` still runs. A zombie (killed, not yet reaped) counts as dead; an
-    unknown state counts as alive, so a doubt never removes anything."""
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:      # another user's process
-        return True
-    except (OverflowError, ValueError):
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rpartition(")")[2].split()[:1] not in (["Z"], ["X"])
+    return Temp(m["name"], m["role"], int(m["pid"])) if m else None
 
 
 def make_temp(parent: Path, name: str) -> Path:
@@ -114,7 +93,9 @@ def make_temp(parent: Path, name: str) -> Path:
             os.mkdir(path)
         except FileExistsError:
             continue
-        # A kill before this line leaves an empty folder, which recovery simply removes.
+        # A kill before the record is written leaves an empty folder that nothing proves is
+        # factprobe's: it stays (the window is two system calls wide).
+        writer.write(path, name, "new")
         with open(path / SENTINEL, "x"):
             pass
         return path
@@ -154,6 +135,11 @@ def _libc():
     return _LIBC[0]
 
 
+def _unrecord(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(folder / WRITER)
+
+
 def install(tmp: Path, out: Path, *, exchange: bool = True) -> Path | None:
     """Put the complete folder ``tmp`` at ``out``. Returns where the previous ``out`` now is
     (``.NAME.old-PID``, for the caller to empty), or None when there was none. ``exchange=False``
@@ -169,28 +155,40 @@ def install(tmp: Path, out: Path, *, exchange: bool = True) -> Path | None:
             if exc.errno not in _UNSUPPORTED:
                 raise
             os.rename(tmp, out)
+        _unrecord(out)      # a kill before this leaves a record recovery removes
         return None
+    # The previous folder gets a record too before it leaves ``out``: under a temporary name,
+    # a folder is only ever touched when its record proves it is factprobe's.
+    writer.write(out, out.name, "replaced")
     old = old_name(out)
     if exchange:
         try:
             _renameat2(tmp, out, RENAME_EXCHANGE)
         except OSError as exc:
             if exc.errno not in _UNSUPPORTED:
+                _unrecord(out)
                 raise
         else:
             # ``tmp`` holds the previous folder now. A kill before the next rename leaves it
-            # under the temporary name, without the sentinel: recovery treats it as replaced.
+            # under the temporary name, its record saying it was replaced.
+            _unrecord(out)
             try:
                 os.rename(tmp, old)
             except OSError:
                 return tmp
             return old
-    os.rename(out, old)        # a kill after this: recovery renames ``old`` back to ``out``
+    try:
+        os.rename(out, old)    # a kill after this: recovery renames ``old`` back to ``out``
+    except OSError:
+        _unrecord(out)
+        raise
     try:
         os.rename(tmp, out)
     except OSError:
         os.rename(old, out)
+        _unrecord(out)
         raise
+    _unrecord(out)
     return old
 
 
@@ -210,6 +208,7 @@ def _retire(old: Path, into: Path | None) -> list[str]:
     found = identify(old)
     kept = unlisted(old, found)
     real = os.path.realpath(old)
+    moved = set()
     if into is not None and into.is_dir() and not into.is_symlink():
         for rel in kept:
             src, dst = old / rel.rstrip("/"), into / rel.rstrip("/")
@@ -218,8 +217,10 @@ def _retire(old: Path, into: Path | None) -> list[str]:
             with contextlib.suppress(OSError):
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 os.rename(src, dst)
+                moved.add(rel)
     marker = MARKER.get(found.kind or "")
-    # The marker goes last: a kill half-way leaves a folder recovery still knows as factprobe's.
+    # The marker goes after the files it lists, and the writer record last: a kill half-way
+    # leaves a folder recovery still knows as factprobe's.
     for rel in sorted(found.owned, key=lambda r: (r == marker, r)):
         p = old / rel.rstrip("/")
         # Never through a linked sub-folder: that file would be someone else's.
@@ -227,10 +228,16 @@ def _retire(old: Path, into: Path | None) -> list[str]:
         if inside and (p.is_symlink() or p.is_file()):
             with contextlib.suppress(OSError):
                 p.unlink()
-    still = set(unlisted(old, found)) if old.is_dir() else set()
+    for name in (SENTINEL, WRITER):
+        with contextlib.suppress(OSError):
+            os.unlink(old / name)
+    # A user's empty folder that could not be moved stays where it was; every other folder
+    # left is empty because its files were deleted or moved out (``sub/`` after ``sub/x``
+    # moved into the new output), and goes.
+    stays = {rel for rel in kept if rel.endswith("/") and rel not in moved}
     for dirpath, _, _ in os.walk(old, topdown=False):
         rel = Path(dirpath).relative_to(old).as_posix() + "/"
-        if rel not in still:                       # a user's empty folder stays where it was
+        if rel not in stays:
             with contextlib.suppress(OSError):
                 os.rmdir(dirpath)
     return contents(old) if old.is_dir() else []
@@ -238,60 +245,70 @@ def _retire(old: Path, into: Path | None) -> list[str]:
 
 def _complete(folder: Path) -> bool:
     found = identify(folder)
-    return found.kind is not None and set(contents(folder)) == found.owned
+    return found.kind is not None and set(contents(folder)) - RECORDS == found.owned
 
 
-def recover(parent: Path) -> None:
-    """Finish or roll back every swap that a killed factprobe left in ``parent``, for any output
-    there, and remove its unfinished temporary folders. Entries of live processes, and every
-    name that is not factprobe's temporary pattern (``.NAME.partial`` checkpoints included),
-    are left alone. Best effort: a failure here never stops the command."""
-    groups: dict[str, list[tuple[Temp, Path]]] = {}
+def recover(out: Path, say=None) -> None:
+    """Finish or roll back a swap of ``out`` that a killed factprobe left beside it, and remove
+    its unfinished temporary folders. Only folders named for ``out`` whose writer record
+    (:mod:`builders.core.writer`) proves they are factprobe's, written on this machine, in this
+    PID namespace, by a process that has ended, are touched; everything else (a user's
+    look-alike, a checkpoint, a live writer's folder) is left alone. ``say`` receives one line
+    for each folder left because its writer cannot be seen from here. Best effort: a failure
+    here never stops the command."""
+    say = say or (lambda line: None)
+    parent, name = out.parent, out.name
     try:
         entries = list(os.scandir(parent))
     except OSError:
         return
+    ours: list[tuple[Temp, Path, dict]] = []
+    at_work = False
     for e in entries:
         t = parse(e.name)
         with contextlib.suppress(OSError):
-            if t is not None and e.is_dir(follow_symlinks=False):
-                groups.setdefault(t.name, []).append((t, Path(e.path)))
-    for name, temps in groups.items():
-        if any(t.pid is not None and alive(t.pid) for t, _ in temps):
-            continue                       # a writer of this output is at work
-        if not any(t.role == "old" for t, _ in temps):
-            # A pre-PID temp folder may be a live old factprobe's: only the pair that such a
-            # writer left when killed between its two renames is known dead.
-            temps = [(t, p) for t, p in temps if t.pid is not None]
-        with contextlib.suppress(OSError):
-            _recover_one(parent / name, temps)
+            if t is None or t.name != name or not e.is_dir(follow_symlinks=False):
+                continue
+            rec = writer.read(Path(e.path), name, t.pid)
+            if rec is None:
+                continue                   # nothing proves factprobe wrote it: not ours
+            v = writer.verdict(rec)
+            if v == "foreign":
+                say(f"left {e.path}: factprobe's {writer.describe(rec)} wrote it, and this "
+                    f"run cannot tell whether that process still runs; remove it yourself "
+                    f"once it has ended")
+            elif v == "alive":
+                at_work = True
+            else:
+                ours.append((t, Path(e.path), rec))
+    rec = writer.read(out, name) if out.is_dir() and not out.is_symlink() else None
+    v = writer.verdict(rec) if rec is not None else None
+    if v == "foreign":
+        say(f"{out} holds the record of factprobe's {writer.describe(rec)}, which may be "
+            f"replacing it now")
+    if at_work or v == "alive":
+        return                             # a writer of this output is at work
+    if v == "dead":
+        _unrecord(out)
+    with contextlib.suppress(OSError):
+        _recover_one(out, ours)
 
 
-def _replaced(folder: Path) -> bool:
-    """Whether a folder with a temporary name holds a whole output (marked), or nothing of
-    anyone's (version-control files at most): a folder factprobe moved aside or finished."""
-    if identify(folder).kind is not None:
-        return True
-    return all(Path(p).name in BOOKKEEPING for p in contents(folder))
-
-
-def _recover_one(out: Path, temps: list[tuple[Temp, Path]]) -> None:
+def _recover_one(out: Path, temps: list[tuple[Temp, Path, dict]]) -> None:
     rest = []
-    for t, p in temps:
-        if t.role == "tmp" and ((p / SENTINEL).exists() or not _replaced(p)):
-            # An unfinished write: the sentinel says so, and a temporary folder of a dead
-            # writer holding anything but a whole output can be nothing else.
-            shutil.rmtree(p, ignore_errors=True)
-        elif _replaced(p):
-            rest.append((t, p))
-        # else an ``.old`` name over someone's folder: factprobe only ever moves whole outputs
-        # aside, so this is not one of its own; it is left where it is.
+    for _, p, rec in temps:
+        if rec["role"] == "new" and (p / SENTINEL).exists():
+            shutil.rmtree(p, ignore_errors=True)       # an unfinished write
+        else:
+            rest.append((rec["role"], p))
     if not os.path.lexists(out):
         # Killed between the two renames (or before a first install): put the previous
         # folder back, else finish installing a complete new one.
-        back = [p for t, p in rest if t.role == "old"] or [p for t, p in rest if _complete(p)]
+        back = [p for role, p in rest if role == "replaced"] or \
+            [p for _, p in rest if _complete(p)]
         if back:
             os.rename(back[0], out)
-            rest = [(t, p) for t, p in rest if p != back[0]]
+            _unrecord(out)
+            rest = [(role, p) for role, p in rest if p != back[0]]
     for _, p in rest:
         retire(p, out)

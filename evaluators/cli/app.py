@@ -55,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"factprobe: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # a path the system refuses before any check could (name too long)
+        from evaluators.cli.outputs import no_space_line
+        if no_space_line(args, exc):
+            print(f"factprobe: error: {no_space_line(args, exc)}", file=sys.stderr)
+            return 2
         where = f": {exc.filename}" if exc.filename else ""
         print(" ".join(f"factprobe: error: {exc.strerror or exc}{where}".split()),
               file=sys.stderr)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterator
 
 from builders.core.errors import UserError
-from builders.core.outdir import out_policy, prepare
+from builders.core.outdir import no_space, out_policy, prepare
 
 # Flags that name something a command reads.
 INPUT_FLAGS = ("facts", "dataset", "path", "templates", "templates_dir", "types", "import_dir",
@@ -46,6 +46,19 @@ def inputs(args: Namespace) -> list[str]:
         value = getattr(args, flag, None)
         out.extend(value if isinstance(value, (list, tuple)) else [value] if value else [])
     return [str(v) for v in out if str(v).strip()]
+
+
+def no_space_line(args: Namespace, exc: OSError) -> str | None:
+    """The error line for a full disk: it names the file being written when the system says
+    which, else the command's output folder (a library writing there, pyarrow for one, names
+    no file), never a library's own wording."""
+    if not no_space(exc):
+        return None
+    spec = target(args)
+    where = (f"{exc.filename}" if exc.filename else
+             f"{spec[3]} {spec[0]}" if spec else "the output")
+    return (f"no space left on the device that holds {where}; free some space there, or write "
+            f"elsewhere")
 
 
 @contextlib.contextmanager

@@ -1,6 +1,7 @@
 """Kills: SIGKILL at any instant of a write leaves the previous output or the new one, and the
-next factprobe run beside it (any command writing into the same folder) finishes or rolls
-back what was left, and removes the temporary folders of dead writers, never a live one's.
+next factprobe run with the same ``--out`` (any command writing it, even one that is then
+refused) finishes or rolls back what was left, and removes the temporary folders of dead
+writers, never a live one's; runs writing another ``--out`` beside it touch none of it.
 
 Three ways to kill: a real ``factprobe build`` / ``factprobe eval`` polled until it is writing
 (a temp folder with a table in it, a checkpoint with a chunk in it); and a real ``factprobe
@@ -21,11 +22,18 @@ from pathlib import Path
 
 import pytest
 
+from builders.core.writer import WRITER
 from tests.contract.harness import STRAY, factprobe_exe, run, snapshot
 
 MC = ["build", "mc", "--facts", "aliases", "--choices", "5", "--min-facts", "10",
       "--min-objects", "5", "--train", "5", "--test", "6", "--quiet"]
 NEXT_DOOR = ["build", "misprimes", "--facts", "aliases", "--out", "next-door", "--quiet"]
+
+
+def _recover(out: str) -> list[str]:
+    """A command writing ``out`` that is refused once it has recovered it (a misprimes
+    dataset where an mc dataset is): what recovery alone did to ``out``."""
+    return ["build", "misprimes", "--facts", "aliases", "--out", out, "--quiet"]
 ENV = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
@@ -82,10 +90,12 @@ def test_kill_build_mid_write(workspace):
     assert snapshot(workspace / "big") == previous
     assert list(workspace.glob(".big.tmp-*")), "the kill should have left its temp folder"
 
-    _ok(NEXT_DOOR, workspace)                   # any later run beside it cleans up
-    assert not _strays(workspace)
+    left = _strays(workspace)
+    _ok(NEXT_DOOR, workspace)                   # a run writing another --out touches nothing
+    assert _strays(workspace) == left
     assert snapshot(workspace / "big") == previous
-    _ok([*build, "--out", "big"], workspace)
+    _ok([*build, "--out", "big"], workspace)    # the same --out: the dead writer's folder goes
+    assert not _strays(workspace)
     assert snapshot(workspace / "big") == snapshot(workspace / "ref" / "big")
 
 
@@ -215,13 +225,20 @@ def test_kill_inside_the_swap(point, workspace, new_mc):
     _kill_at(point, workspace, argv)
 
     right_after, after_recovery = POINTS[point]
+    right_after_snap = snapshot(mc)
     if right_after is None:
         assert not mc.exists() and list(workspace.glob(".mc.old-*"))
     else:
+        # the killed writer's record may be in mc (it marks the previous folder before the
+        # exchange): factprobe's bookkeeping, not part of either output, and gone after recovery
         want = previous if right_after == "previous" else new_mc
-        assert _without(snapshot(mc), "notes.txt") == _without(want, "notes.txt")
+        assert _without(_without(snapshot(mc), "notes.txt"), WRITER) == \
+            _without(want, "notes.txt")
 
-    _ok(NEXT_DOOR, workspace)
+    _ok(NEXT_DOOR, workspace)                   # another --out: nothing of mc is touched
+    assert snapshot(mc) == right_after_snap
+    proc = run(_recover("mc"), cwd=workspace)
+    assert proc.returncode == 2 and "'mc' dataset" in proc.stderr, proc.stderr
     assert not _strays(workspace), point
     assert (mc / "notes.txt").read_text() == "mine\n"
     want = previous if after_recovery == "previous" else new_mc
@@ -237,6 +254,8 @@ def test_kill_before_a_first_install(workspace, new_mc):
     _kill_at("first-install", workspace, [*MC, "--seed", "1", "--out", "fresh/mc"])
     assert not (workspace / "fresh" / "mc").exists()
     _ok([*NEXT_DOOR[:-3], "--out", "fresh/next-door"], workspace)
+    assert not (workspace / "fresh" / "mc").exists()
+    assert run(_recover("fresh/mc"), cwd=workspace).returncode == 2
     assert not _strays(workspace)
     assert snapshot(workspace / "fresh" / "mc") == new_mc
 
@@ -261,13 +280,16 @@ def test_live_writer_is_left_alone(workspace):
         child.kill()
         child.wait()
     _ok(NEXT_DOOR, workspace)
+    assert tmp.exists()                         # not the --out of that run
+    _ok([*MC, "--out", "mc"], workspace)
     assert not tmp.exists()
     assert not _strays(workspace)
 
 
 def test_checkpoints_and_lookalikes_are_left_alone(workspace):
-    """An eval's resume checkpoint, and a user's folder that merely looks like a replaced
-    output of a dead process, are not factprobe's to touch; dead writers' temp folders go."""
+    """An eval's resume checkpoint, and folders that merely look like a dead process's
+    temporary folders (no writer record proves them factprobe's), are not factprobe's to
+    touch; a dead writer's own folder goes when its --out is written again."""
     partial = workspace / ".run.partial"
     partial.mkdir()
     (partial / "main-00000-0123456789abcdef.parquet").write_bytes(b"chunk")
@@ -275,15 +297,20 @@ def test_checkpoints_and_lookalikes_are_left_alone(workspace):
     lookalike = workspace / f".notes.old-{pid}"
     lookalike.mkdir()
     (lookalike / "diary.txt").write_text("mine\n")
-    empty_dead = workspace / f".gone.tmp-{pid}-0badcafe"
-    empty_dead.mkdir()                              # killed between mkdir and its sentinel
-    half = workspace / f".mc.tmp-{pid}-x"             # a dead writer's half-written tables
+    empty = workspace / f".next-door.tmp-{pid}-0badcafe"
+    empty.mkdir()                 # killed between mkdir and its record, or a user's: unproved
+    half = workspace / f".next-door.tmp-{pid}-x"
     half.mkdir()
     (half / "facts.parquet").write_bytes(b"PAR1 half")
+    code = ("import sys; from pathlib import Path; from builders.core import swap; "
+            "t = swap.make_temp(Path('.'), 'next-door'); print(t.name)")
+    dead_writer = workspace / subprocess.run(
+        [sys.executable, "-c", code], cwd=workspace, capture_output=True, text=True,
+        check=True).stdout.strip()
     before = snapshot(workspace)
     _ok(NEXT_DOOR, workspace)
     after = snapshot(workspace)
     assert not (workspace / "notes").exists()
-    assert not empty_dead.exists() and not half.exists()
-    kept = {k: v for k, v in before.items() if not k.startswith((".gone.", ".mc.tmp-"))}
+    assert not dead_writer.exists()
+    kept = {k: v for k, v in before.items() if not k.startswith(dead_writer.name)}
     assert {k: after[k] for k in kept} == kept

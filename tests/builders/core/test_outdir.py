@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from builders.core import outdir, swap
+from builders.core import outdir, swap, writer
 from builders.core.errors import UserError
 from builders.core.outdir import atomic_folder, contents, out_policy, prepare, recover, stamp
 
@@ -163,29 +163,54 @@ def test_zombie_is_dead_and_self_is_alive():
     assert swap.alive(os.getpid())
 
 
-def test_recover_the_pre_pid_writers_kill(tmp_path):
-    """The exact state factprobe left before temp names carried a PID, killed between its two
-    renames: ``out`` missing, ``.out.old-PID`` and a ``tempfile.mkdtemp`` folder beside it."""
+def _record(folder: Path, name: str, role: str, writer_pid: int, **over) -> Path:
+    """A writer record of process ``writer_pid`` (dead, for these tests) on this machine."""
+    rec = {**writer.record(name, role), "pid": writer_pid, "start": None, **over}
+    (folder / writer.WRITER).write_text(json.dumps(rec))
+    return folder
+
+
+def test_recover_leaves_what_no_record_proves(tmp_path):
+    """Before writer records, factprobe's temp folders carried only a name; a name proves
+    nothing (a user's .d.old-PID looks the same), so such folders are left, even as the pair a
+    killed old factprobe left between its two renames."""
     previous = _write(tmp_path / "d", "one")
     pid = _dead_pid()
     os.rename(previous, tmp_path / f".d.old-{pid}")
     legacy = tmp_path / ".d.tmp-k3j_x9aa"
     legacy.mkdir()
     (legacy / "facts.parquet").write_text("two")
-    (legacy / "dataset.json").write_text(json.dumps(
-        {"kind": "facts", "schema_version": 1, "factprobe_version": "0.1.0"}))
-    recover(tmp_path)
+    unfinished = tmp_path / f".d.tmp-{pid}-0000abcd"
+    unfinished.mkdir()
+    (unfinished / swap.SENTINEL).touch()
+    before = sorted(contents(tmp_path))
+    recover(tmp_path / "d")
+    assert sorted(contents(tmp_path)) == before
+
+
+def test_recover_the_swap_a_dead_writer_left(tmp_path):
+    """Killed between the two renames: ``d`` missing, the replaced folder and the new one
+    beside it, both recorded: the previous folder goes back, the new one goes."""
+    previous = _write(tmp_path / "d", "one")
+    pid = _dead_pid()
+    os.rename(previous, _record(previous, "d", "replaced", pid).with_name(f".d.old-{pid}"))
+    new = _write(tmp_path / "x", "two")
+    os.rename(_record(new, "d", "new", pid), tmp_path / f".d.tmp-{pid}-0000abcd")
+    recover(tmp_path / "d")
     assert (tmp_path / "d" / "facts.parquet").read_text() == "one"
     assert sorted(os.listdir(tmp_path)) == ["d"]
+    assert sorted(os.listdir(tmp_path / "d")) == ["dataset.json", "facts.parquet", "sub"]
 
 
-def test_recover_leaves_a_lone_pre_pid_temp_folder(tmp_path):
-    """Without a dead partner nothing says its writer is dead: it may be an old factprobe's."""
-    legacy = tmp_path / ".d.tmp-k3j_x9aa"
-    legacy.mkdir()
-    (legacy / "facts.parquet").write_text("being written")
-    recover(tmp_path)
-    assert (legacy / "facts.parquet").is_file()
+def test_recover_only_the_current_out(tmp_path):
+    pid = _dead_pid()
+    for name in ("d", "e"):
+        t = tmp_path / f".{name}.tmp-{pid}-0000abcd"
+        t.mkdir()
+        (t / swap.SENTINEL).touch()
+        _record(t, name, "new", pid)
+    recover(tmp_path / "d")
+    assert sorted(os.listdir(tmp_path)) == [f".e.tmp-{pid}-0000abcd"]
 
 
 def test_recover_unfinished_and_live(tmp_path):
@@ -194,10 +219,43 @@ def test_recover_unfinished_and_live(tmp_path):
     dead.mkdir()
     (dead / swap.SENTINEL).touch()
     (dead / "facts.parquet").write_text("half")
-    live = swap.make_temp(tmp_path, "e")
-    recover(tmp_path)
+    _record(dead, "d", "new", pid)
+    recover(tmp_path / "d")
     assert not dead.exists()
-    assert live.is_dir()
+    live = swap.make_temp(tmp_path, "d")
+    dead.mkdir()
+    (dead / swap.SENTINEL).touch()
+    _record(dead, "d", "new", pid)
+    recover(tmp_path / "d")          # a writer of d is at work: nothing of d is touched
+    assert live.is_dir() and dead.is_dir()
+
+
+@pytest.mark.parametrize("field,value", [("host", "another-host"), ("pid_ns", "pid:[1]"),
+                                         ("boot_id", "00000000-0000-0000-0000-000000000000"),
+                                         ("target", "e"), ("pid", 1)])
+def test_recover_leaves_foreign_or_mismatched_records(tmp_path, field, value):
+    pid = _dead_pid()
+    t = tmp_path / f".d.tmp-{pid}-0000abcd"
+    t.mkdir()
+    (t / swap.SENTINEL).touch()
+    _record(t, "d", "new", pid, **{field: value})
+    said = []
+    recover(tmp_path / "d", say=said.append)
+    assert t.is_dir()
+    if field in ("host", "pid_ns", "boot_id"):
+        assert len(said) == 1 and str(t) in said[0], said
+    else:
+        assert said == []
+
+
+def test_a_reused_pid_is_dead(tmp_path):
+    """The record's start time differs from the running process's: the PID was reused."""
+    t = tmp_path / f".d.tmp-{os.getppid()}-0000abcd"
+    t.mkdir()
+    (t / swap.SENTINEL).touch()
+    _record(t, "d", "new", os.getppid(), start=1)
+    recover(tmp_path / "d")
+    assert not t.exists()
 
 
 def test_recover_moves_the_users_files_out_of_a_replaced_folder(tmp_path):
@@ -206,9 +264,13 @@ def test_recover_moves_the_users_files_out_of_a_replaced_folder(tmp_path):
     replaced = tmp_path / f".d.tmp-{_dead_pid()}-0000abcd"
     _write(tmp_path / "x", "old")
     (tmp_path / "x" / "notes.txt").write_text("mine")
+    (tmp_path / "x" / "mine").mkdir()
+    (tmp_path / "x" / "mine" / "deep.txt").write_text("mine too")
+    _record(tmp_path / "x", "d", "replaced", int(replaced.name.split("-")[1]))
     os.rename(tmp_path / "x", replaced)
-    recover(tmp_path)
+    recover(tmp_path / "d")
     assert (out / "notes.txt").read_text() == "mine"
+    assert (out / "mine" / "deep.txt").read_text() == "mine too"
     assert (out / "facts.parquet").read_text() == "new"
     assert sorted(os.listdir(tmp_path)) == ["d"]
 
