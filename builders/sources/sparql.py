@@ -7,6 +7,7 @@ SPARQL-results JSON, so everything downstream has one code path.
 """
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import socket
@@ -18,6 +19,17 @@ from builders.core.cache import ResponseCache, request_key
 from builders.core.errors import UserError
 from builders.core.retry import Retryable, RetryPolicy, parse_retry_after
 from builders.core.tables import factprobe_version, file_sha256
+from builders.core.transport import (
+    CHUNK,
+    DEFAULT_MAX_ANSWER_MB,
+    MB,
+    AnswerTooLarge,
+    Deadline,
+    bounded,
+    check_length,
+    read_capped,
+    too_large_message,
+)
 from builders.core.urls import header_text, http_url
 
 WIKIDATA_ENDPOINT = "https://query.wikidata.org/sparql"
@@ -75,11 +87,12 @@ class Endpoint(Protocol):
 class HttpEndpoint:
     def __init__(self, url: str, *, cache_dir: str | os.PathLike | None, contact: str | None = None,
                  timeout_s: float = 65.0, policy: RetryPolicy = RetryPolicy(),
-                 refresh: bool = False):
+                 refresh: bool = False, max_bytes: int = DEFAULT_MAX_ANSWER_MB * MB):
         self.url = http_url(url, "SPARQL endpoint", "--endpoint http://host:port/query")
         self.cache = ResponseCache(cache_dir, "sparql", results_problem)
         self.agent = user_agent(contact)
         self.timeout_s = timeout_s
+        self.max_bytes = max_bytes
         self.policy = policy
         self.refresh = refresh
         self._dates: set[str] = set()
@@ -114,9 +127,14 @@ class HttpEndpoint:
         sw.setMethod(POST)
         sw.setReturnFormat(JSON)
         # Set directly: setTimeout() truncates to whole seconds, and 0 there means no timeout.
+        # It bounds each read; bounded() bounds the whole answer.
         sw.timeout = self.timeout_s
         try:
-            raw = sw.query().response.read()
+            raw = bounded(lambda deadline: self._read(sw, deadline), self.timeout_s)
+        except AnswerTooLarge:
+            raise UserError(too_large_message(
+                f"SPARQL endpoint {self.url}", self.max_bytes,
+                "ask for less (a smaller --page-size or --limit)")) from None
         except urllib.error.HTTPError as exc:
             if exc.code == 429 or exc.code >= 500:
                 raise Retryable(f"HTTP {exc.code}",
@@ -142,10 +160,20 @@ class HttpEndpoint:
             raise Retryable(f"no answer within {self.timeout_s:g} s (--timeout)") from None
         except (ConnectionError, OSError) as exc:
             raise Retryable(f"connection failed ({exc})") from None
+        except http.client.HTTPException as exc:  # a header line too long, too many headers...
+            raise Retryable(f"a malformed HTTP answer ({type(exc).__name__})") from None
         try:
             return json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise Retryable("the answer was not JSON (an error page?)") from None
+
+    def _read(self, sw, deadline: Deadline) -> bytes:
+        response = sw.query().response
+        try:
+            check_length(response.headers, self.max_bytes)
+            return read_capped(iter(lambda: response.read(CHUNK), b""), self.max_bytes, deadline)
+        finally:
+            response.close()
 
 
 def rdf_format(path: Path):
