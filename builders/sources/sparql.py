@@ -31,6 +31,7 @@ from builders.core.transport import (
     too_large_message,
 )
 from builders.core.urls import header_text, http_url
+from builders.sources.rdf_guard import MAX_LITERAL, check_rdf_xml
 
 WIKIDATA_ENDPOINT = "https://query.wikidata.org/sparql"
 PROJECT_URL = "https://github.com/factprobe/factprobe"
@@ -199,12 +200,19 @@ class LocalGraph:
         if not self.path.is_file():
             raise UserError(f"RDF file {self.path} not found; check --path.")
         fmt = rdf_format(self.path)
+        if fmt == ox.RdfFormat.RDF_XML:
+            check_rdf_xml(self.path)
         self.store = ox.Store()
         try:
             parser = ox.parse(path=str(self.path), format=fmt)
             self.store.extend(parser)
         except SyntaxError as exc:
             raise UserError(f"{self.path}: not valid {fmt.name} ({exc}); fix the file.") from None
+        except MemoryError:  # pyoxigraph's parsers refuse a token (a literal) past 16 MB
+            raise UserError(f"{self.path}: holds a term (a literal or IRI) longer than "
+                            f"{MAX_LITERAL >> 20} MB, more than the RDF parser takes; a label "
+                            f"or value that long is not a fact: remove it from the file"
+                            ) from None
         except (OSError, ValueError) as exc:
             raise UserError(f"cannot read {self.path} as {fmt.name} "
                             f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
