@@ -12,6 +12,7 @@ import re
 from typing import Iterator
 
 from builders.core.errors import UserError
+from builders.core.transport import cause
 
 HF_PREFIX = "hf://"
 # Hub repo ids: an optional namespace and a name, of letters, digits, '-', '_' and '.'.
@@ -103,7 +104,19 @@ def hub_errors(what: str, repo_id: str, token: str | None = None, conflict: str 
         detail = _scrub(getattr(exc, "server_message", None) or exc, token)[:300]
         raise UserError(f"cannot {what} {repo_id}: the Hub answered HTTP {status}: "
                         f"{detail}") from None
-    except hf.LocalEntryNotFoundError:
+    except hf.LocalEntryNotFoundError as exc:
+        # snapshot_download falls back to the local cache on any HTTP error, and reports the
+        # miss; the Hub's own answer is further down the chain.
+        answered = cause(exc, hf.HfHubHTTPError)
+        if answered is not None:
+            status = getattr(getattr(answered, "response", None), "status_code", None)
+            detail = _scrub(getattr(answered, "server_message", None) or
+                            str(answered).splitlines()[0], token)[:300]
+            todo = ("try again later" if status is None or status >= 500 else
+                    "check the repo id and revision")
+            raise UserError(f"cannot {what} {repo_id}: the Hugging Face Hub "
+                            f"({constants.ENDPOINT}) answered HTTP {status}: {detail}; {todo} "
+                            f"(the dataset is not in the local cache)") from None
         offline = getattr(constants, "HF_HUB_OFFLINE", False)
         why = ("HF_HUB_OFFLINE is set" if offline else
                f"the Hugging Face Hub ({constants.ENDPOINT}) is unreachable")
