@@ -34,7 +34,7 @@ OPENINGS = {
 @functools.lru_cache(maxsize=2)
 def gzip_bomb(size: int) -> bytes:
     """``{`` and ``size`` bytes of JSON whitespace, gzip-compressed (about 1000:1)."""
-    comp = zlib.compressobj(9, zlib.DEFLATED, 31)
+    comp = zlib.compressobj(6, zlib.DEFLATED, 31)
     block = b" " * (1 << 20)
     out = [comp.compress(b"{")]
     for _ in range(size >> 20):
@@ -49,7 +49,7 @@ class HostileServer:
         self.mode, self.shape, self.interval = mode, shape, interval
         self.max_seconds, self.max_bytes = max_seconds, max_bytes
         self.requests = 0
-        self._bomb = gzip_bomb(2 << 30) if mode == "gzip" else b""
+        self._bomb = gzip_bomb(1 << 30) if mode == "gzip" else b""
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):

@@ -47,7 +47,7 @@ CASES = [Hostile(c, m, n, interval=i) for c in CLIENTS for m, n, i in (
     ("flood", TOO_LARGE, 0.5),       # rows as fast as the socket takes them
     ("flood-length", TOO_LARGE, 0.5),  # ... after announcing 50 GB
 )] + [
-    # gzip that inflates to 2 GB: the Action API and chat clients inflate (under the cap);
+    # gzip that inflates to 1 GB: the Action API and chat clients inflate (under the cap);
     # SPARQL asks for no compression, so the bytes are not JSON
     Hostile("wbapi", "gzip", TOO_LARGE),
     Hostile("llm", "gzip", TOO_LARGE),
