@@ -12,6 +12,10 @@ bounds:
   than one read.
 - ``--max-answer-mb``: the body is read in chunks and refused as soon as it passes the cap (or
   at once when ``Content-Length`` announces more), before any of it is decoded.
+
+The Hub's API answers (JSON metadata; :func:`builders.core.hub.bound_hub_answers`) get the
+same cap, and ``HF_HUB_ETAG_TIMEOUT`` (huggingface_hub's timeout for metadata) as the deadline
+for their body; files are streamed to disk by huggingface_hub under its own timeouts.
 """
 from __future__ import annotations
 
@@ -237,14 +241,18 @@ def _capped_stream_class(base: type) -> type:
     return _STREAMS[base]
 
 
-def capping_hook(max_bytes: int, applies: Callable[[object], bool] = lambda request: True
-                 ) -> Callable[[object], None]:
-    """An httpx ``response`` event hook that puts the size cap (and the deadline of the
-    :func:`bounded` call it runs under) on the body before the client reads it."""
+def capping_hook(max_bytes: int, applies: Callable[[object], bool] = lambda request: True,
+                 seconds: Callable[[], float] | None = None) -> Callable[[object], None]:
+    """An httpx ``response`` event hook that puts the size cap and a deadline on the body
+    before the client reads it: the deadline of the :func:`bounded` call it runs under, else
+    ``seconds()`` from the headers' arrival (None: none)."""
 
     def hook(response) -> None:
         if not applies(response.request):
             return
+        deadline = current_deadline()
+        if deadline is None and seconds is not None:
+            deadline = Deadline.start(seconds())
         check_length(response.headers, max_bytes)
         encoding = response.headers.get("Content-Encoding", "").strip().lower() or None
         if encoding == "identity":
@@ -253,7 +261,7 @@ def capping_hook(max_bytes: int, applies: Callable[[object], bool] = lambda requ
             # inflated by the stream below, so the client must not inflate it again
             del response.headers["Content-Encoding"]
         base = importlib.import_module(type(response).__module__.split(".")[0]).SyncByteStream
-        response.stream = _capped_stream_class(base)(response.stream, max_bytes,
-                                                     current_deadline(), encoding)
+        response.stream = _capped_stream_class(base)(response.stream, max_bytes, deadline,
+                                                     encoding)
 
     return hook

@@ -99,3 +99,55 @@ def test_max_answer_mb_takes_a_positive_number(tmp_path: Path):
                       "http://127.0.0.1:9/query", "--relations", "P36", "--max-answer-mb", "0",
                       "--out", "out"], cwd=tmp_path)
     assert m.returncode == 2 and "--max-answer-mb" in m.stderr and "Traceback" not in m.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode, needles", [
+    ("flood", ("sent an API answer larger than 100 MB", "HF_ENDPOINT")),
+    ("gzip", ("sent an API answer larger than 100 MB",)),
+    ("stream", ("no complete answer within 5 s", "HF_HUB_ETAG_TIMEOUT")),
+])
+def test_hostile_hub_ends_in_one_line(mode: str, needles: tuple, tmp_path: Path):
+    """hf:// from a Hub (HF_ENDPOINT) whose API answers never end or never stop coming."""
+    with HostileServer(mode, "sparql", max_seconds=90) as server:
+        m = run_measured(["build", "mc", "--facts", "hf://some-org/some-data", "--out", "out"],
+                         cwd=tmp_path, timeout=100,
+                         env={"HF_ENDPOINT": server.url.rsplit("/", 1)[0],
+                              "HF_HUB_OFFLINE": "0", "HF_HOME": str(tmp_path / "hf"),
+                              "HF_HUB_ETAG_TIMEOUT": "5"})
+    check_refused(m, ("hf://some-org/some-data", *needles))
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("status", [400, 500])
+def test_hub_error_answers_are_reported_as_such(status: int, tmp_path: Path):
+    """A Hub that answers 400/500 is not 'unreachable': the line says what it answered."""
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            body = b'{"error": "Something broke on our side (ref 1234)"}'
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        m = run_measured(["build", "mc", "--facts", "hf://some-org/some-data", "--out", "out"],
+                         cwd=tmp_path, timeout=100,
+                         env={"HF_ENDPOINT": f"http://127.0.0.1:{httpd.server_address[1]}",
+                              "HF_HUB_OFFLINE": "0", "HF_HOME": str(tmp_path / "hf")})
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    check_refused(m, (f"answered HTTP {status}", "Something broke on our side (ref 1234)"))
+    assert "unreachable" not in m.stderr
