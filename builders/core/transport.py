@@ -44,7 +44,7 @@ class DeadlineExceeded(Retryable):
     """The whole answer did not arrive within the deadline (worth another attempt)."""
 
     def __init__(self, seconds: float):
-        super().__init__(f"no complete answer within {seconds:g} s (--timeout)")
+        super().__init__(f"no answer within {seconds:g} s (--timeout, for the whole answer)")
 
 
 class BadEncoding(Retryable):

@@ -40,7 +40,7 @@ class Hostile:
 
 
 TOO_LARGE = ("sent an answer larger than 100 MB", "--max-answer-mb")
-LATE = ("no complete answer within 5 s", "--timeout")
+LATE = ("no answer within 5 s", "--timeout, for the whole answer")
 CASES = [Hostile(c, m, n, interval=i) for c in CLIENTS for m, n, i in (
     ("stream", LATE, 0.5),           # a valid-looking answer whose rows never stop
     ("headers", LATE, 4.0),          # headers a byte at a time, each inside the read timeout
