@@ -72,6 +72,26 @@ def seconds(value: str) -> float:
     return x
 
 
+MAX_MEGABYTES = 1 << 20  # a terabyte: beyond any answer worth holding in memory
+
+
+def megabytes(value: str) -> float:
+    """A size in MB, > 0 and at most a terabyte.
+
+    >>> megabytes("0.5")
+    0.5
+    >>> megabytes("0")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: '0' must be a number of MB > 0
+    """
+    x = _number(value)
+    if not 0 < x <= MAX_MEGABYTES:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} must be a number of MB > 0" if not x > 0 else
+            f"{value!r} is more than a terabyte ({MAX_MEGABYTES} MB)")
+    return x
+
+
 def temperature(value: str) -> float:
     """A sampling temperature: a finite number >= 0.
 

@@ -12,6 +12,15 @@ import re
 from typing import Iterator
 
 from builders.core.errors import UserError
+from builders.core.transport import (
+    ACCEPT_ENCODING,
+    DEFAULT_MAX_ANSWER_MB,
+    MB,
+    AnswerTooLarge,
+    DeadlineExceeded,
+    capping_hook,
+    cause,
+)
 
 HF_PREFIX = "hf://"
 # Hub repo ids: an optional namespace and a name, of letters, digits, '-', '_' and '.'.
@@ -68,6 +77,38 @@ def _scrub(text: str, token: str | None) -> str:
     return re.sub(r"hf_[A-Za-z0-9]{8,}", "hf_***", text)
 
 
+def _is_api(request) -> bool:
+    return request.url.path.startswith("/api/")
+
+
+def bound_hub_answers(max_bytes: int = DEFAULT_MAX_ANSWER_MB * MB) -> None:
+    """Hold the Hub's API answers (repo metadata, file lists: JSON read whole into memory) to
+    the size cap, and their body to ``HF_HUB_ETAG_TIMEOUT`` seconds, in this process.
+
+    huggingface_hub releases that do not use an httpx client factory (before 1.0) keep their
+    own limits."""
+    try:
+        from huggingface_hub import constants, set_client_factory
+        from huggingface_hub.utils._http import default_client_factory
+    except ImportError:
+        return
+
+    def accept(request) -> None:
+        if _is_api(request):
+            request.headers["Accept-Encoding"] = ACCEPT_ENCODING
+
+    def factory():
+        client = default_client_factory()
+        hooks = client.event_hooks
+        hooks["request"] = [*hooks.get("request", []), accept]
+        hooks["response"] = [*hooks.get("response", []), capping_hook(
+            max_bytes, _is_api, lambda: float(constants.HF_HUB_ETAG_TIMEOUT))]
+        client.event_hooks = hooks
+        return client
+
+    set_client_factory(factory)
+
+
 @contextlib.contextmanager
 def hub_errors(what: str, repo_id: str, token: str | None = None, conflict: str = ""
                ) -> Iterator[None]:
@@ -75,7 +116,20 @@ def hub_errors(what: str, repo_id: str, token: str | None = None, conflict: str 
     from huggingface_hub import constants
     from huggingface_hub import utils as hf  # the error classes, in every release since 0.23
     try:
-        yield
+        try:
+            yield
+        except Exception as exc:  # the limits on an answer may come wrapped in the Hub's errors
+            if cause(exc, AnswerTooLarge):
+                mb = cause(exc, AnswerTooLarge).max_bytes / MB
+                raise UserError(f"cannot {what} {repo_id}: the Hugging Face Hub "
+                                f"({constants.ENDPOINT}) sent an API answer larger than {mb:g} "
+                                f"MB; check HF_ENDPOINT") from None
+            if cause(exc, DeadlineExceeded):
+                raise UserError(f"cannot {what} {repo_id}: the Hugging Face Hub "
+                                f"({constants.ENDPOINT}) sent no complete answer within "
+                                f"{constants.HF_HUB_ETAG_TIMEOUT} s (HF_HUB_ETAG_TIMEOUT); "
+                                f"check HF_ENDPOINT or raise HF_HUB_ETAG_TIMEOUT") from None
+            raise
     except UserError:
         raise
     except hf.OfflineModeIsEnabled:
@@ -103,7 +157,19 @@ def hub_errors(what: str, repo_id: str, token: str | None = None, conflict: str 
         detail = _scrub(getattr(exc, "server_message", None) or exc, token)[:300]
         raise UserError(f"cannot {what} {repo_id}: the Hub answered HTTP {status}: "
                         f"{detail}") from None
-    except hf.LocalEntryNotFoundError:
+    except hf.LocalEntryNotFoundError as exc:
+        # snapshot_download falls back to the local cache on any HTTP error, and reports the
+        # miss; the Hub's own answer is further down the chain.
+        answered = cause(exc, hf.HfHubHTTPError)
+        if answered is not None:
+            status = getattr(getattr(answered, "response", None), "status_code", None)
+            detail = _scrub(getattr(answered, "server_message", None) or
+                            str(answered).splitlines()[0], token)[:300]
+            todo = ("try again later" if status is None or status >= 500 else
+                    "check the repo id and revision")
+            raise UserError(f"cannot {what} {repo_id}: the Hugging Face Hub "
+                            f"({constants.ENDPOINT}) answered HTTP {status}: {detail}; {todo} "
+                            f"(the dataset is not in the local cache)") from None
         offline = getattr(constants, "HF_HUB_OFFLINE", False)
         why = ("HF_HUB_OFFLINE is set" if offline else
                f"the Hugging Face Hub ({constants.ENDPOINT}) is unreachable")

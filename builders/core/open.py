@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from builders.core.errors import UserError
-from builders.core.hub import HF_PREFIX, hub_errors, parse_hf_spec
+from builders.core.hub import HF_PREFIX, bound_hub_answers, hub_errors, parse_hf_spec
 from builders.core.tables import file_sha256
 
 
@@ -36,6 +36,7 @@ def _converted(folder: Path, out: Path) -> Path:
 
 def _download(repo_id: str, revision: str | None) -> Path:
     from huggingface_hub import snapshot_download
+    bound_hub_answers()
     token = os.environ.get("HF_TOKEN") or None
     with hub_errors("download", f"hf://{repo_id}" + (f"@{revision}" if revision else ""), token):
         return Path(snapshot_download(repo_id, repo_type="dataset", revision=revision,

@@ -13,6 +13,7 @@ from builders.core.inputs import FACTS, InputDataset, Needs, as_input
 from builders.core.provenance import input_of, make_provenance
 from builders.core.retry import RetryPolicy
 from builders.core.tables import base_manifest, file_sha256, read_table, write_dataset
+from builders.core.transport import DEFAULT_MAX_ANSWER_MB, MB
 from builders.datasets.facts import alias_lists
 from builders.sources.graph import checked_lang
 from builders.sources.iris import SKOS, WELL_KNOWN, is_wikidata_id, resolve
@@ -34,6 +35,7 @@ class AliasConfig:
     cache_dir: str | None = None
     refresh: bool = False
     timeout_s: float = 30.0
+    max_answer_mb: float = DEFAULT_MAX_ANSWER_MB
     retries: int = 3
     progress: bool = True
 
@@ -53,7 +55,8 @@ def _graph_for(cfg: AliasConfig, manifest: dict) -> tuple[Endpoint, dict[str, st
                         f"which has no graph to read altLabels from; pass --path FILE or "
                         f"--endpoint URL, or use --via wikidata")
     return (HttpEndpoint(url, cache_dir=cfg.cache_dir, contact=cfg.contact,
-                         timeout_s=cfg.timeout_s, policy=policy, refresh=cfg.refresh),
+                         timeout_s=cfg.timeout_s, policy=policy, refresh=cfg.refresh,
+                         max_bytes=int(cfg.max_answer_mb * MB)),
             dict(prefixes))
 
 
@@ -98,7 +101,7 @@ def wikidata_aliases(cfg: AliasConfig, ids: list[str]) -> tuple[pd.DataFrame, di
     names = fetch_labels_aliases(qids, lang=cfg.lang, api_url=cfg.api_url or API_URL, cache_dir=cfg.cache_dir,
                                  contact=cfg.contact, policy=RetryPolicy(retries=cfg.retries),
                                  timeout_s=cfg.timeout_s, refresh=cfg.refresh,
-                                 progress=cfg.progress)
+                                 max_bytes=int(cfg.max_answer_mb * MB), progress=cfg.progress)
     rows = [(eid, alias) for eid, n in sorted(names.items()) for alias in n.aliases]
     return pd.DataFrame(rows, columns=["entity_id", "alias"]), {
         "api": "wbgetentities", "retrieved": list(names.retrieval_dates)}

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from builders.core.errors import UserError
 from builders.core.tables import base_manifest, write_dataset
+from builders.core.transport import DEFAULT_MAX_ANSWER_MB
 from builders.datasets.facts import SourceResult, assemble_facts
 from builders.sources.table import SOURCES, Source, source_for
 from builders.sources.wikidata_dump.options import DumpOptions
@@ -33,6 +34,7 @@ class FactsConfig:
     cache_dir: str | None = None
     refresh: bool = False
     timeout_s: float = 65.0
+    max_answer_mb: float = DEFAULT_MAX_ANSWER_MB
     retries: int = 3
     progress: bool = True
     dump: DumpOptions = field(default_factory=DumpOptions)   # how to read a wikidata-dump

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from builders.core.errors import UserError
+from builders.core.transport import DEFAULT_MAX_ANSWER_MB
 from builders.datasets.nobel import NobelConfig
 from builders.sources.wikidata_dump.options import DumpOptions
 
@@ -24,6 +25,7 @@ class NobelSource:
     cache_dir: str | None = None
     refresh: bool = False
     timeout_s: float = 65.0
+    max_answer_mb: float = DEFAULT_MAX_ANSWER_MB
     retries: int = 3
     dump: DumpOptions = field(default_factory=DumpOptions)
     skip_bad: bool = False               # wikidata-dump: skip and count malformed lines
@@ -56,6 +58,7 @@ def choose_source(source: str | None, path: str | None, endpoint: str | None) ->
 def build_nobel_from(src: NobelSource, cfg: NobelConfig) -> Path:
     """Build the Nobel dataset from ``src`` into ``cfg.out``."""
     from builders.core.retry import RetryPolicy
+    from builders.core.transport import MB
     from builders.datasets.nobel import build_nobel
     from builders.sources.iris import WELL_KNOWN
     from builders.sources.sparql import WIKIDATA_ENDPOINT, HttpEndpoint, LocalGraph
@@ -77,7 +80,7 @@ def build_nobel_from(src: NobelSource, cfg: NobelConfig) -> Path:
             raise UserError("--source sparql needs --endpoint URL")
         endpoint = HttpEndpoint(url, cache_dir=src.cache_dir, contact=src.contact,
                                 timeout_s=src.timeout_s, policy=RetryPolicy(retries=src.retries),
-                                refresh=src.refresh)
+                                refresh=src.refresh, max_bytes=int(src.max_answer_mb * MB))
         prefixes = {**WELL_KNOWN, **src.prefixes}
         tag = "wikidata" if source == "wikidata" else f"sparql:{url}"
     return build_nobel(endpoint, cfg, prefixes, tag)

@@ -7,6 +7,7 @@ SPARQL-results JSON, so everything downstream has one code path.
 """
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import socket
@@ -18,7 +19,19 @@ from builders.core.cache import ResponseCache, request_key
 from builders.core.errors import UserError
 from builders.core.retry import Retryable, RetryPolicy, parse_retry_after
 from builders.core.tables import factprobe_version, file_sha256
+from builders.core.transport import (
+    CHUNK,
+    DEFAULT_MAX_ANSWER_MB,
+    MB,
+    AnswerTooLarge,
+    Deadline,
+    bounded,
+    check_length,
+    read_capped,
+    too_large_message,
+)
 from builders.core.urls import header_text, http_url
+from builders.sources.rdf_guard import MAX_LITERAL, check_rdf_xml
 
 WIKIDATA_ENDPOINT = "https://query.wikidata.org/sparql"
 PROJECT_URL = "https://github.com/factprobe/factprobe"
@@ -75,11 +88,12 @@ class Endpoint(Protocol):
 class HttpEndpoint:
     def __init__(self, url: str, *, cache_dir: str | os.PathLike | None, contact: str | None = None,
                  timeout_s: float = 65.0, policy: RetryPolicy = RetryPolicy(),
-                 refresh: bool = False):
+                 refresh: bool = False, max_bytes: int = DEFAULT_MAX_ANSWER_MB * MB):
         self.url = http_url(url, "SPARQL endpoint", "--endpoint http://host:port/query")
         self.cache = ResponseCache(cache_dir, "sparql", results_problem)
         self.agent = user_agent(contact)
         self.timeout_s = timeout_s
+        self.max_bytes = max_bytes
         self.policy = policy
         self.refresh = refresh
         self._dates: set[str] = set()
@@ -114,9 +128,14 @@ class HttpEndpoint:
         sw.setMethod(POST)
         sw.setReturnFormat(JSON)
         # Set directly: setTimeout() truncates to whole seconds, and 0 there means no timeout.
+        # It bounds each read; bounded() bounds the whole answer.
         sw.timeout = self.timeout_s
         try:
-            raw = sw.query().response.read()
+            raw = bounded(lambda deadline: self._read(sw, deadline), self.timeout_s)
+        except AnswerTooLarge:
+            raise UserError(too_large_message(
+                f"SPARQL endpoint {self.url}", self.max_bytes,
+                "ask for less (a smaller --page-size or --limit)")) from None
         except urllib.error.HTTPError as exc:
             if exc.code == 429 or exc.code >= 500:
                 raise Retryable(f"HTTP {exc.code}",
@@ -142,10 +161,20 @@ class HttpEndpoint:
             raise Retryable(f"no answer within {self.timeout_s:g} s (--timeout)") from None
         except (ConnectionError, OSError) as exc:
             raise Retryable(f"connection failed ({exc})") from None
+        except http.client.HTTPException as exc:  # a header line too long, too many headers...
+            raise Retryable(f"a malformed HTTP answer ({type(exc).__name__})") from None
         try:
             return json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise Retryable("the answer was not JSON (an error page?)") from None
+
+    def _read(self, sw, deadline: Deadline) -> bytes:
+        response = sw.query().response
+        try:
+            check_length(response.headers, self.max_bytes)
+            return read_capped(iter(lambda: response.read(CHUNK), b""), self.max_bytes, deadline)
+        finally:
+            response.close()
 
 
 def rdf_format(path: Path):
@@ -171,12 +200,19 @@ class LocalGraph:
         if not self.path.is_file():
             raise UserError(f"RDF file {self.path} not found; check --path.")
         fmt = rdf_format(self.path)
+        if fmt == ox.RdfFormat.RDF_XML:
+            check_rdf_xml(self.path)
         self.store = ox.Store()
         try:
             parser = ox.parse(path=str(self.path), format=fmt)
             self.store.extend(parser)
         except SyntaxError as exc:
             raise UserError(f"{self.path}: not valid {fmt.name} ({exc}); fix the file.") from None
+        except MemoryError:  # pyoxigraph's parsers refuse a token (a literal) past 16 MB
+            raise UserError(f"{self.path}: holds a term (a literal or IRI) longer than "
+                            f"{MAX_LITERAL >> 20} MB, more than the RDF parser takes; a label "
+                            f"or value that long is not a fact: remove it from the file"
+                            ) from None
         except (OSError, ValueError) as exc:
             raise UserError(f"cannot read {self.path} as {fmt.name} "
                             f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"

@@ -40,6 +40,7 @@ class Source:
 def _graph(cfg: FactsConfig) -> SourceResult:
     """wikidata, sparql and rdf: SPARQL queries over an HTTP endpoint or a local RDF file."""
     from builders.core.retry import RetryPolicy
+    from builders.core.transport import MB
     from builders.sources.graph import PREDICATES_QUERY, GraphQueryConfig, GraphReader
     from builders.sources.iris import WELL_KNOWN, compact
     from builders.sources.sparql import WIKIDATA_ENDPOINT, HttpEndpoint, LocalGraph
@@ -51,7 +52,7 @@ def _graph(cfg: FactsConfig) -> SourceResult:
         url = cfg.endpoint or WIKIDATA_ENDPOINT
         endpoint = HttpEndpoint(url, cache_dir=cfg.cache_dir, contact=cfg.contact,
                                 timeout_s=cfg.timeout_s, policy=RetryPolicy(retries=cfg.retries),
-                                refresh=cfg.refresh)
+                                refresh=cfg.refresh, max_bytes=int(cfg.max_answer_mb * MB))
         prefixes = dict(cfg.prefixes)
         tag = "wikidata" if cfg.source == "wikidata" else f"sparql:{url}"
     reader = GraphReader(endpoint, GraphQueryConfig(

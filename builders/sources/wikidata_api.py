@@ -6,6 +6,7 @@ a rebuild replays it without touching the network.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -17,6 +18,17 @@ from tqdm import tqdm
 from builders.core.cache import ResponseCache, request_key
 from builders.core.errors import UserError
 from builders.core.retry import Retryable, RetryPolicy, parse_retry_after
+from builders.core.transport import (
+    CHUNK,
+    DEFAULT_MAX_ANSWER_MB,
+    MB,
+    AnswerTooLarge,
+    Deadline,
+    bounded,
+    check_length,
+    read_capped,
+    too_large_message,
+)
 from builders.core.urls import http_url
 from builders.sources.sparql import user_agent
 
@@ -50,7 +62,8 @@ class NamesById(dict):
 def fetch_labels_aliases(ids: list[str], *, lang: str = "en", api_url: str = API_URL,
                          cache_dir: str | os.PathLike | None, contact: str | None = None,
                          policy: RetryPolicy = RetryPolicy(), timeout_s: float = 30.0,
-                         refresh: bool = False, progress: bool = True) -> NamesById:
+                         refresh: bool = False, progress: bool = True,
+                         max_bytes: int = DEFAULT_MAX_ANSWER_MB * MB) -> NamesById:
     """Labels and aliases in ``lang`` of the entities ``ids``, as a :class:`NamesById`.
 
     Ids that are not Wikidata entity ids (``Q``/``P``/``L`` + number) are skipped: they come
@@ -70,7 +83,8 @@ def fetch_labels_aliases(ids: list[str], *, lang: str = "en", api_url: str = API
             key = request_key(api_url, "|".join(batch), lang)
             hit = None if refresh else cache.get(key)
             if hit is None:
-                hit = cache.retrieve(key, lambda: _fetch(session, api_url, batch, lang, timeout_s),
+                hit = cache.retrieve(key, lambda: _fetch(session, api_url, batch, lang, timeout_s,
+                                                         max_bytes),
                                      policy, f"Wikidata API request to {api_url}",
                                      endpoint=api_url)
             dates.add(hit["retrieved"][:10])
@@ -80,11 +94,22 @@ def fetch_labels_aliases(ids: list[str], *, lang: str = "en", api_url: str = API
 
 
 def _fetch(session: requests.Session, api_url: str, batch: list[str], lang: str,
-           timeout_s: float) -> dict:
+           timeout_s: float, max_bytes: int = DEFAULT_MAX_ANSWER_MB * MB) -> dict:
     params = {"action": "wbgetentities", "ids": "|".join(batch), "props": "labels|aliases",
               "languages": lang, "format": "json", "formatversion": "2", "maxlag": str(MAXLAG_S)}
+
+    def download(deadline: Deadline) -> tuple[requests.Response, bytes]:
+        # timeout= bounds each read; bounded() the whole answer. Streamed, so a flood is cut
+        # at the cap (counted after gzip is undone) instead of being read whole.
+        with session.get(api_url, params=params, timeout=timeout_s, stream=True) as resp:
+            check_length(resp.headers, max_bytes)
+            return resp, read_capped(resp.iter_content(CHUNK), max_bytes, deadline)
+
     try:
-        resp = session.get(api_url, params=params, timeout=timeout_s)
+        resp, body = bounded(download, timeout_s)
+    except AnswerTooLarge:
+        raise UserError(too_large_message(f"Wikidata API {api_url}", max_bytes,
+                                          "check --api-url")) from None
     except requests.Timeout:
         raise Retryable(f"no answer within {timeout_s:g} s (--timeout)") from None
     except requests.RequestException as exc:
@@ -96,7 +121,7 @@ def _fetch(session: requests.Session, api_url: str, batch: list[str], lang: str,
         raise UserError(f"Wikidata API {api_url} answered HTTP {resp.status_code} {resp.reason}; "
                         f"check the URL.")
     try:
-        data = resp.json()
+        data = json.loads(body)
     except ValueError:
         # Proxies and maintenance pages answer HTML with status 200; usually short-lived.
         raise Retryable("the answer was not JSON") from None

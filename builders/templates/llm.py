@@ -19,6 +19,16 @@ from typing import Any, Callable
 from builders.core.cache import ResponseCache, request_key
 from builders.core.errors import UserError
 from builders.core.retry import Retryable, RetryPolicy, parse_retry_after
+from builders.core.transport import (
+    DEFAULT_MAX_ANSWER_MB,
+    MB,
+    ACCEPT_ENCODING,
+    AnswerTooLarge,
+    bounded,
+    capping_hook,
+    cause,
+    too_large_message,
+)
 from builders.core.urls import http_url
 
 CACHE_NAMESPACE = "chat"
@@ -34,8 +44,9 @@ class LLMConfig:
     temperature: float = 1.0
     max_tokens: int = 1024
     seed: int = 0
-    timeout_s: float = 120.0
+    timeout_s: float = 120.0      # for the whole answer (transport.bounded)
     retries: int = 3
+    max_answer_mb: float = DEFAULT_MAX_ANSWER_MB
 
 
 @dataclass(frozen=True)
@@ -158,19 +169,35 @@ class ChatClient:
         if self._client is None:
             import openai
             # Local servers need no key, but the client insists on one.
+            # The hook caps the body as the client reads it (openai reads it whole).
+            http = openai.DefaultHttpxClient(
+                headers={"Accept-Encoding": ACCEPT_ENCODING},
+                event_hooks={"response": [capping_hook(self._max_bytes())]})
             self._client = openai.OpenAI(base_url=self.cfg.base_url,
                                          api_key=self._secret or "EMPTY",
-                                         timeout=self.cfg.timeout_s, max_retries=0)
+                                         timeout=self.cfg.timeout_s, max_retries=0,
+                                         http_client=http)
         return self._client
+
+    def _max_bytes(self) -> int:
+        return int(self.cfg.max_answer_mb * MB)
 
     def _send(self, messages: list[dict], params: dict) -> str:
         import openai
+        client = self._openai()
         try:
-            resp = self._openai().chat.completions.create(
-                model=self.cfg.model, messages=messages, **params)
+            resp = bounded(lambda deadline: client.chat.completions.create(
+                model=self.cfg.model, messages=messages, **params), self.cfg.timeout_s)
         except openai.APITimeoutError:
             raise Retryable(f"no answer within {self.cfg.timeout_s:g} s (--timeout)") from None
-        except openai.APIConnectionError:
+        except (AnswerTooLarge, openai.APIConnectionError) as exc:
+            # the size cap is raised inside the HTTP client, which may wrap it
+            if cause(exc, AnswerTooLarge):
+                raise UserError(too_large_message(
+                    f"{self.cfg.base_url}", self._max_bytes(),
+                    "check --llm-base-url, or lower --max-tokens")) from None
+            if cause(exc, Retryable):
+                raise cause(exc, Retryable) from None
             raise Retryable("cannot reach the endpoint") from None
         except openai.APIStatusError as exc:
             code = exc.status_code

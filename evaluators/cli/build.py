@@ -54,7 +54,8 @@ def _run_facts(args) -> str:
                       page_size=args.page_size, date_format=args.date_format,
                       prefixes=parse_prefix_args(args.prefix), skip_bad=args.skip_bad,
                       contact=args.contact, cache_dir=cache_dir(args), refresh=args.refresh,
-                      timeout_s=args.timeout, retries=args.retries, progress=show_progress(args),
+                      timeout_s=args.timeout, max_answer_mb=args.max_answer_mb,
+                      retries=args.retries, progress=show_progress(args),
                       dump=dump_options(args, cache_dir(args)))
     out = build_facts(cfg)
     return f"wrote {out}"
@@ -88,6 +89,7 @@ def _run_aliases(args) -> str:
                       path=args.path,
                       endpoint=args.endpoint, lang=args.lang, contact=args.contact,
                       cache_dir=cache_dir(args), refresh=args.refresh, timeout_s=args.timeout,
+                      max_answer_mb=args.max_answer_mb,
                       retries=args.retries, progress=show_progress(args))
     return f"wrote {build_aliases(cfg)}"
 
@@ -184,6 +186,7 @@ def _run_nobel(args) -> str:
     src = NobelSource(source=args.source, path=args.path, endpoint=args.endpoint,
                       prefixes=parse_prefix_args(args.prefix), contact=args.contact,
                       cache_dir=cache_dir(args), refresh=args.refresh, timeout_s=args.timeout,
+                      max_answer_mb=args.max_answer_mb,
                       retries=args.retries, dump=dump_options(args, cache_dir(args)),
                       skip_bad=args.skip_bad)
     model = NobelModel(**{k: getattr(args, k) for k in NobelModel.__dataclass_fields__})

@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from builders.core.argtypes import count, seconds
+from builders.core.argtypes import count, megabytes, seconds
+from builders.core.transport import DEFAULT_MAX_ANSWER_MB
 
 
 def show_progress(args) -> bool:
@@ -29,9 +30,16 @@ def network_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--cache-dir", help="response cache; default $FACTPROBE_CACHE_DIR or "
                    "~/.cache/factprobe")
     g.add_argument("--refresh", action="store_true", help="ignore cached responses")
-    g.add_argument("--timeout", type=seconds, default=65.0, help="seconds per request (65)")
+    g.add_argument("--timeout", type=seconds, default=65.0,
+                   help="seconds for a whole answer to arrive (65)")
+    max_answer_flag(g)
     g.add_argument("--retries", type=count, default=3,
                    help="retries after a failure, with backoff 1, 2, 4 s... (3)")
+
+
+def max_answer_flag(g) -> None:
+    g.add_argument("--max-answer-mb", type=megabytes, default=DEFAULT_MAX_ANSWER_MB,
+                   help=f"refuse an answer larger than this many MB ({DEFAULT_MAX_ANSWER_MB})")
 
 
 def cache_dir(args) -> str:

@@ -5,7 +5,7 @@ import argparse
 
 from builders.core.argtypes import count, fraction, positive, relation_list, seconds, temperature
 from builders.core.errors import UserError
-from evaluators.cli.common import show_progress
+from evaluators.cli.common import max_answer_flag, show_progress
 
 
 def _templates_source(p: argparse.ArgumentParser) -> None:
@@ -64,7 +64,9 @@ def _add_templates(sub, common) -> None:
                    help="sampling temperature (1.0)")
     g.add_argument("--max-tokens", type=positive, default=1024, help="answer length cap (1024)")
     g.add_argument("--seed", type=count, default=0, help="sampling seed sent with requests (0)")
-    g.add_argument("--timeout", type=seconds, default=120.0, help="seconds per request (120)")
+    g.add_argument("--timeout", type=seconds, default=120.0,
+                   help="seconds for a whole answer to arrive (120)")
+    max_answer_flag(g)
     g.add_argument("--retries", type=count, default=3,
                    help="retries after a failed request, backoff 1, 2, 4 s... (3)")
     f = p.add_argument_group("filters")
@@ -99,7 +101,7 @@ def _run_templates(args) -> str:
         llm = LLMConfig(model=args.llm_model, base_url=args.llm_base_url,
                         cache_dir=args.cache_dir, temperature=args.temperature,
                         max_tokens=args.max_tokens, seed=args.seed, timeout_s=args.timeout,
-                        retries=args.retries)
+                        retries=args.retries, max_answer_mb=args.max_answer_mb)
     cfg = TemplatesConfig(
         out=args.out, templates_dir=args.templates_dir, relations=args.relations,
         facts=as_input(args.facts, FACTS_INPUT), paraphrases=args.paraphrases, max_requests=args.max_requests, llm=llm,

@@ -24,6 +24,9 @@ from builders.core.errors import UserError
 
 MAGIC = {b"BZh": "bz2", b"\x1f\x8b": "gzip"}
 READ_SIZE = 4 << 20
+# The longest entity line of a real dump is a few MB (the JSON of the items with the most
+# statements); a longer one is a damaged or hostile file, read no further than this.
+MAX_LINE_BYTES = 64 << 20
 _TOOLS = {"lbzip2": "bz2", "pigz": "gzip"}
 
 
@@ -237,6 +240,8 @@ def batches(stream: _Reader, batch_bytes: int, start: int = 0, stop: int | None 
                 idx = buf.find(b"\n", boundary - 1 - start)
             if idx >= 0 or eof:
                 break
+            if len(buf) - max(0, buf.rfind(b"\n")) > MAX_LINE_BYTES:
+                raise line_too_long(stream.dump, line + buf.count(b"\n"))
             chunk = stream.read(READ_SIZE)
             if chunk:
                 buf += chunk
@@ -249,6 +254,12 @@ def batches(stream: _Reader, batch_bytes: int, start: int = 0, stop: int | None 
         yield Batch(start // batch_bytes, start, line, data)
         line += data.count(b"\n")
         start += cut
+
+
+def line_too_long(dump: DumpFile, line: int) -> UserError:
+    return UserError(f"{dump.path}: line {line} is longer than {MAX_LINE_BYTES >> 20} MB "
+                     f"(an entity line of a real dump is at most a few MB): the file is damaged "
+                     f"or not a Wikidata dump; download it again")
 
 
 def seek_line_start(stream: _Reader, offset: int) -> int:
