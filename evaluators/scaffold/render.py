@@ -143,7 +143,7 @@ def shell_safe(flag: str, value: str, fix: str = "rename the file or folder") ->
     """
     bad = next((c for c in value if c == "'" or not c.isprintable()), None)
     if bad is not None:
-        what = "a '" if bad == "'" else f"the control character {bad!r}"
+        what = "a '" if bad == "'" else f"the unprintable character {bad!r}"
         raise UserError(f"--{flag.lstrip('-')} {value!r}: {what} cannot be passed safely "
                         f"through dvc.yaml's shell commands; {fix}")
     return value

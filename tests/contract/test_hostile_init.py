@@ -1,7 +1,7 @@
 """Hostile values in what ``factprobe init`` writes: a graph file name, an endpoint URL or a
 relation id holding shell syntax must reach factprobe as written when ``dvc repro`` runs the
 generated pipeline, and never run as a command. What cannot be passed safely (a single quote,
-a control character) is refused at init: one line, exit 2, nothing written.
+an unprintable character) is refused at init: one line, exit 2, nothing written.
 
 Each case is a fresh git + DVC repository and the real console scripts (``factprobe init``, then
 ``dvc repro``), as a user runs them."""
@@ -139,22 +139,24 @@ def test_sparql_endpoint_with_shell_characters_reaches_factprobe_as_written(repo
 # (id, init's flags after `init .`, needles of the one error line); the graph is g.ttl
 REFUSED = [
     ("single-quote-in-path", ("--path", "O'Brien.ttl"), ("--path", "'", "rename")),
-    ("newline-in-path", ("--path", "a\nb.ttl"), ("--path", "control character")),
+    ("newline-in-path", ("--path", "a\nb.ttl"), ("--path", "unprintable character")),
+    ("non-utf8-byte-in-path", ("--path", os.fsdecode(b"bad\xff.ttl")),
+     ("--path", "unprintable character")),
     ("quote-in-relations", ("--path", "g.ttl", "--relations", "ex:capital'"),
      ("--relations", "'")),
     ("newline-in-relations", ("--path", "g.ttl", "--relations", "ex:capital\n rm -rf ~"),
-     ("--relations", "control character")),
+     ("--relations", "unprintable character")),
     ("quote-in-lang", ("--path", "g.ttl", "--lang", "en';touch pwned;'"), ("--lang",)),
     ("quote-in-endpoint", ("--source", "sparql", "--endpoint", "http://x/q?a='1'",
                            "--relations", "P36"), ("--endpoint", "percent-encoded")),
     ("escape-in-endpoint", ("--source", "sparql", "--endpoint", "http://x/q\x1b[2J",
-                            "--relations", "P36"), ("--endpoint", "control character")),
+                            "--relations", "P36"), ("--endpoint", "unprintable character")),
 ]
 
 
 @pytest.mark.parametrize("flags,needles", [r[1:] for r in REFUSED], ids=[r[0] for r in REFUSED])
 def test_init_refuses_what_cannot_be_quoted(repo, flags, needles):
-    for name in ("g.ttl", "O'Brien.ttl", "a\nb.ttl"):
+    for name in ("g.ttl", "O'Brien.ttl", "a\nb.ttl", os.fsdecode(b"bad\xff.ttl")):
         write_graph(repo / name)
     before = snapshot(repo)
     proc = sh(repo, *factprobe_exe(), "init", ".", *flags, timeout=120)
