@@ -23,8 +23,10 @@ def one_line(text) -> str:
 def escape(text) -> str:
     """``text`` as Markdown that shows it literally, on one line.
 
-    >>> print(escape("<script>x</script> *a* `b` | [c](http://e) &amp; rel_capital _u_"))
-    &lt;script&gt;x&lt;/script&gt; \\*a\\* \\`b\\` \\| \\[c\\](http://e) &amp;amp; rel_capital \\_u\\_
+    >>> print(escape("<script>x</script> *a* `b` | [c](http://e)"))
+    &lt;script&gt;x&lt;/script&gt; \\*a\\* \\`b\\` \\| \\[c\\](http://e)
+    >>> print(escape("&amp; rel_capital _u_"))
+    &amp;amp; rel_capital \\_u\\_
     >>> escape("0.735 [0.700, 0.760]"), escape("a\\nb")
     ('0.735 [0.700, 0.760]', 'a b')
     """

@@ -55,8 +55,8 @@ def _series_csv(out: Path, plot: str, series: str, frame: pd.DataFrame, label: s
     long = out / "plots" / f"{plot}.csv"
     rows = frame.copy()
     rows.insert(0, "series", label)      # a model's name: spreadsheet-safe like every cell
-    safe_frame(rows).to_csv(long, mode="a", header=not long.exists(), index=False, lineterminator="\n",
-                 float_format="%.4f")
+    safe_frame(rows).to_csv(long, mode="a", header=not long.exists(), index=False,
+                            lineterminator="\n", float_format="%.4f")
 
 
 def _name(run, setting: str) -> str:
