@@ -79,6 +79,8 @@ def _run(args) -> str:
     name = check_name(args.name) if args.name else default_name(stem, args.source)
     refuse(root, args.force)
     sizes, sized, kept = _sizes(args)
+    # relation ids in it come from the graph: no escape sequence of theirs reaches the terminal
+    sized = "".join(c if c.isprintable() or c == "\n" else "?" for c in sized)
     root.mkdir(parents=True, exist_ok=True)
     written = write(InitConfig(dir=str(root), source=args.source, path=path,
                                endpoint=args.endpoint or "", relations=args.relations,

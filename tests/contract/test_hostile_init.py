@@ -49,9 +49,9 @@ def repo(tmp_path) -> Path:
     return root
 
 
-def hostile_csv(path: Path, relations: dict[str, str]) -> Path:
+def hostile_csv(path: Path, relations: dict[str, str], tiny: bool = False) -> Path:
     """The test graph as CSV, its relation ids renamed (``ex:capital`` -> a hostile id)."""
-    write_csv(path)
+    write_csv(path, tiny=tiny)
     text = path.read_text(encoding="utf-8")
     for old, new in relations.items():
         text = text.replace(f",{old},", f',"{new}",')
@@ -161,3 +161,17 @@ def test_init_refuses_what_cannot_be_quoted(repo, flags, needles):
     before = snapshot(repo)
     proc = sh(repo, *factprobe_exe(), "init", ".", *flags, timeout=120)
     check(proc, before, snapshot(repo), needles=needles)
+
+
+def test_what_init_prints_and_writes_holds_no_escape_sequence_of_the_graph(repo):
+    """A relation too small for a multiple-choice set is named in init's message and in
+    params.yaml's comment: its id (terminal escapes, a YAML line break) must not act there."""
+    evil = "\x1b]0;pwned\x07\x1b[2J\u2028evil: 1\x85x"
+    hostile_csv(repo / "g.csv", {"ex:hemisphere": evil}, tiny=True)
+    proc = sh(repo, *factprobe_exe(), "init", ".", "--source", "csv", "--path", "g.csv")
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b" not in proc.stdout + proc.stderr and "left out" in proc.stderr
+    text = (repo / "params.yaml").read_text(encoding="utf-8")
+    assert "left out" in text and not set("\x1b\x07\u2028\x85") & set(text)
+    params = yaml.safe_load(text)
+    assert "evil" not in params and params["facts"]["relations"] == "all"
