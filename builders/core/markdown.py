@@ -5,8 +5,60 @@ import math
 import re
 
 
+# Text from data (labels, ids, model names, paths, an LLM's paraphrases) must show as written:
+# never as HTML (a <script>, an <img> that calls home, a <!-- hiding the rest), a link, an
+# image, emphasis or a broken table. Backslash escapes for Markdown's punctuation, entities for
+# what starts HTML; an underscore inside a word (rel_capital) never emphasises, so stays.
+_MD_PUNCT = re.compile(r"[\\`*~#|]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
+_LINK = re.compile(r"\][(\[:]|!\[")
+_ENTITY = re.compile(r"&(?=#?\w+;)")
+
+
+def one_line(text) -> str:
+    """``text`` on one line: every line break (U+2028 and NEL too) and control character a
+    space."""
+    return "".join(c if c.isprintable() else " " for c in str(text))
+
+
+def escape(text) -> str:
+    """``text`` as Markdown that shows it literally, on one line.
+
+    >>> print(escape("<script>x</script> *a* `b` | [c](http://e)"))
+    &lt;script&gt;x&lt;/script&gt; \\*a\\* \\`b\\` \\| \\[c\\](http://e)
+    >>> print(escape("&amp; rel_capital _u_"))
+    &amp;amp; rel_capital \\_u\\_
+    >>> escape("0.735 [0.700, 0.760]"), escape("a\\nb")
+    ('0.735 [0.700, 0.760]', 'a b')
+    """
+    text = one_line(text)
+    text = _ENTITY.sub("&amp;", text).replace("<", "&lt;").replace(">", "&gt;")
+    text = _MD_PUNCT.sub(lambda m: "\\" + m.group(0), text)
+    if _LINK.search(text):
+        text = text.replace("[", "\\[").replace("]", "\\]")
+    return text
+
+
+def code(text, table_cell: bool = False) -> str:
+    """``text`` as a code span, whatever backticks it holds: the fence is one backtick longer
+    than the longest run inside (CommonMark), padded when the text starts or ends with one.
+    ``table_cell``: ``|`` escaped, as a GitHub table needs even inside code.
+
+    >>> code("P36"), code("a`b"), code("``x"), code("a|b", table_cell=True)
+    ('`P36`', '``a`b``', '``` ``x ```', '`a\\\\|b`')
+    """
+    text = one_line(text)
+    if table_cell:
+        text = text.replace("|", "\\|")
+    runs = [len(r) for r in re.findall(r"`+", text)]
+    fence = "`" * (max(runs, default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or (
+        text.startswith(" ") and text.endswith(" ") and text.strip()) else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def table(frame) -> str:
-    """A GitHub table of a DataFrame (no tabulate dependency); ``|`` in cells is escaped.
+    """A GitHub table of a DataFrame (no tabulate dependency); every header and cell goes
+    through :func:`escape` (they come from data).
 
     >>> import pandas as pd
     >>> print(table(pd.DataFrame({"model": ["a|b"], "acc": [0.5]})), end="")
@@ -18,10 +70,10 @@ def table(frame) -> str:
     """
     if frame.empty:
         return "_(none)_\n"
-    cols = [str(c) for c in frame.columns]
+    cols = [escape(c) for c in frame.columns]
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
     for row in frame.itertuples(index=False):
-        lines.append("| " + " | ".join(str(x).replace("|", "\\|") for x in row) + " |")
+        lines.append("| " + " | ".join(escape(x) for x in row) + " |")
     return "\n".join(lines) + "\n"
 
 

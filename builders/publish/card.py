@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from builders.core import provenance as prov
+from builders.core.markdown import code, escape
 from builders.core.tables import factprobe_version
 from builders.publish import card_text
 from builders.publish.card_sections import built_section, fields_section, splits_section
@@ -144,16 +145,16 @@ def describe_source(manifest: Mapping[str, Any]) -> str:
     if kind == "wikidata":
         return "Wikidata"
     if kind == "wikidata-dump":
-        return f"the Wikidata dump of {src.get('dump_date') or 'an unknown date'}"
+        return f"the Wikidata dump of {escape(src.get('dump_date') or 'an unknown date')}"
     if kind == "sparql":
-        return f"the SPARQL endpoint `{src.get('endpoint') or str(src.get('type'))[7:]}`"
+        return f"the SPARQL endpoint {code(src.get('endpoint') or str(src.get('type'))[7:])}"
     if kind == "rdf":
-        return f"the RDF graph `{name}`"
+        return f"the RDF graph {code(name)}"
     if kind == "csv":
-        return f"the CSV file `{name}`"
+        return f"the CSV file {code(name)}"
     if kind == "fktc-import":
         return "the MONITOR authors' FKTC files"
-    return f"a `{kind}` source" + (f" (`{name}`)" if name else "")
+    return f"a {code(kind)} source" + (f" ({code(name)})" if name else "")
 
 
 def title(manifest: Mapping[str, Any]) -> str:
@@ -179,7 +180,7 @@ def title(manifest: Mapping[str, Any]) -> str:
                        f"{src}",
         "fktc": f"Reliability probing set built with the FKTC construction from {src}",
         "templates": f"Prompt templates for the relations of {src}",
-    }.get(str(kind), f"factprobe dataset of kind `{kind}` from {src}")
+    }.get(str(kind), f"factprobe dataset of kind {code(kind)} from {src}")
 
 
 def default_license(manifest: Mapping[str, Any]) -> tuple[str, str]:
@@ -197,8 +198,8 @@ def default_license(manifest: Mapping[str, Any]) -> tuple[str, str]:
     if kind in ("wikidata", "wikidata-dump"):
         return "cc-by-4.0", ("derived from Wikidata, whose data is CC0; CC BY 4.0 asks you to "
                              "credit this build")
-    return "cc-by-4.0", (f"built from a `{kind}` source, whose own license factprobe cannot "
-                         f"know: check that its terms allow CC BY 4.0, or publish with "
+    return "cc-by-4.0", (f"built from a {code(kind)} source, whose own license factprobe "
+                         f"cannot know: check that its terms allow CC BY 4.0, or publish with "
                          f"--license to match them")
 
 
@@ -295,27 +296,34 @@ def _usage(repo: str, options: CardOptions, main: str, others: list[str]) -> lis
 
 def _version_section(manifest: Mapping[str, Any], layout: Mapping[str, Any],
                      options: CardOptions, version: RepoVersion) -> list[str]:
-    rows = [("dataset", f"`{manifest.get('name')}` (kind `{manifest.get('kind')}`)"),
+    rows = [("dataset", f"{code(manifest.get('name'))} (kind {code(manifest.get('kind'))})"),
             ("schema version", str(manifest.get("schema_version"))),
             ("built with", f"factprobe {manifest.get('factprobe_version')}"),
             ("exported with", f"factprobe {factprobe_version()}"),
-            ("git revision", f"`{version.git_revision}`")]
+            ("git revision", code(version.git_revision))]
     if version.dvc_md5:
-        rows.append(("DVC lock hash", f"`{version.dvc_md5}` (stage `{version.dvc_stage}`, "
+        rows.append(("DVC lock hash", f"{code(version.dvc_md5)} (stage "
+                                      f"{code(version.dvc_stage)}, "
                                       f"`dvc.lock`)"))
     else:
         rows.append(("DVC lock hash", "none (the folder is not a stage output in a dvc.lock)"))
     for name, entry in layout["tables"].items():
-        rows.append((f"`{name}.parquet` sha256", f"`{entry['sha256']}`"))
+        rows.append((code(f"{name}.parquet") + " sha256", code(entry['sha256'])))
     if options.tag:
-        rows.append(("Hub tag", f"`{options.tag}`"))
+        rows.append(("Hub tag", code(options.tag)))
     if options.revision:
-        rows.append(("Hub branch", f"`{options.revision}`"))
+        rows.append(("Hub branch", code(options.revision)))
     ref = options.tag or options.revision
-    lines = ["### Version", "", "| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows), ""]
-    lines.append(f"Cite a fixed version as `hf://{options.repo_id}@{ref}`." if ref else
+    lines = ["### Version", "", "| | |", "|---|---|",
+             *(f"| {_pipe(k)} | {_pipe(v)} |" for k, v in rows), ""]
+    lines.append(f"Cite a fixed version as {code(f'hf://{options.repo_id}@{ref}')}." if ref else
                  "Publish with `--tag` to give this version a name that can be cited.")
     return [*lines, ""]
+
+
+def _pipe(cell: str) -> str:
+    """A cell of a GitHub table: ``|`` escaped, which GitHub needs even inside code spans."""
+    return cell.replace("|", "\\|")
 
 
 def cited_papers(manifest: Mapping[str, Any]) -> list[str]:
@@ -332,7 +340,7 @@ def card_body(manifest: Mapping[str, Any], layout: Mapping[str, Any], options: C
            else "chosen by the publisher")
     main = main_table(layout)
     others = [n for n in layout["tables"] if n != main]
-    heading = options.pretty_name or title(manifest)
+    heading = escape(options.pretty_name) if options.pretty_name else title(manifest)
     lines = [f"# Dataset Card for {heading}", ""]
     if options.description:
         lines += [options.description.strip(), ""]
@@ -344,7 +352,7 @@ def card_body(manifest: Mapping[str, Any], layout: Mapping[str, Any], options: C
     lines += ["### Supported Tasks and Methods", ""]
     lines += ([f"- {METHODS[p]}" for p in papers] or
               ["- Any `factprobe build` that reads a dataset of this kind."]) + [""]
-    lines += ["### Languages", "", f"Labels and templates are in `{language(manifest)}`.", ""]
+    lines += ["### Languages", "", f"Labels and templates are in {code(language(manifest))}.", ""]
     lines += _usage(options.repo_id, options, main, others)
     lines += ["## Dataset Structure", ""]
     if example:
@@ -362,7 +370,7 @@ def card_body(manifest: Mapping[str, Any], layout: Mapping[str, Any], options: C
     lines += ["## Additional Information", "", "### Dataset Curators", "",
               (", ".join(options.authors) if options.authors else
                "Not given (publish with `--author NAME` or `authors:` in `--card-meta`)") + ".",
-              "", "### Licensing Information", "", f"`{license_id}`: {why}.", ""]
+              "", "### Licensing Information", "", f"{code(license_id)}: {why}.", ""]
     lines += _version_section(manifest, layout, options, version)
     lines += ["### Citation Information", "",
               "If you use this dataset, cite the toolkit that built it"

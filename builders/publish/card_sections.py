@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
+from builders.core.markdown import code, escape
+
 # Meanings of the fixed columns (docs/schema.md); a column not listed is shown with its type only.
 COLUMNS = {
     "fact_id": "stable id: first 16 hex digits of SHA-1 of relation_id, subject_id, object_id",
@@ -45,12 +47,15 @@ COLUMNS = {
 
 
 def _cell(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text from the manifest (labels, ids, reasons: data) as Markdown showing it as written,
+    safe in a table cell."""
+    return escape(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
 
 
 def _code(value: Any) -> str:
-    return f"`{_cell(value)}`"
+    """A code span that no backtick in the value can end (safe in a table cell)."""
+    return code(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False),
+                table_cell=True)
 
 
 def source_lines(src: Mapping[str, Any], indent: str = "") -> list[str]:
@@ -112,7 +117,7 @@ def source_lines(src: Mapping[str, Any], indent: str = "") -> list[str]:
         out.append(f"{indent}- dump date {src['dump_date']}")
     if "retrieved" in src:
         dates = src.get("retrieved") or []
-        out.append(f"{indent}- retrieved: {', '.join(dates)}" if dates else
+        out.append(f"{indent}- retrieved: {_cell(', '.join(map(str, dates)))}" if dates else
                    f"{indent}- retrieved: no network answers (read from a local file)")
     aliases = src.get("aliases")
     if isinstance(aliases, dict):
@@ -120,7 +125,7 @@ def source_lines(src: Mapping[str, Any], indent: str = "") -> list[str]:
         where = aliases.get("path") or aliases.get("endpoint") or "Wikidata's wbgetentities"
         dates = aliases.get("retrieved") or []
         out.append(f"{indent}- aliases via {_code(via)} from {_code(where)}"
-                   + (f", retrieved {', '.join(dates)}" if dates else ""))
+                   + (f", retrieved {_cell(', '.join(map(str, dates)))}" if dates else ""))
     return out
 
 
@@ -133,7 +138,8 @@ def _per_relation(manifest: Mapping[str, Any], labels: Mapping[str, str]) -> lis
     stats = counts.get("per_relation")
     if isinstance(stats, dict) and stats:
         keys = sorted({k for v in stats.values() if isinstance(v, dict) for k in v})
-        lines = ["#### Statistics per relation", "", "| relation | " + " | ".join(keys) + " |",
+        lines = ["#### Statistics per relation", "",
+                 "| relation | " + " | ".join(map(_cell, keys)) + " |",
                  "|---|" + "---|" * len(keys)]
         for rel, row in sorted(stats.items()):
             lines.append(f"| {name(rel)} | " + " | ".join(
@@ -168,9 +174,9 @@ def _statistics(manifest: Mapping[str, Any]) -> list[str]:
 
 def _build_line(step: Mapping[str, Any]) -> str:
     b = step.get("build") or {}
-    return (f"factprobe {b.get('factprobe_version', '?')}; factprobe's code: "
-            f"{b.get('factprobe_tree', 'unrecorded')}; the git working tree it ran in: "
-            f"{b.get('work_tree', 'unrecorded')}")
+    return _cell(f"factprobe {b.get('factprobe_version', '?')}; factprobe's code: "
+                 f"{b.get('factprobe_tree', 'unrecorded')}; the git working tree it ran in: "
+                 f"{b.get('work_tree', 'unrecorded')}")
 
 
 def provenance_lines(step: Mapping[str, Any], indent: str = "") -> list[str]:
@@ -182,9 +188,9 @@ def provenance_lines(step: Mapping[str, Any], indent: str = "") -> list[str]:
     for role, entry in sorted((step.get("inputs") or {}).items()):
         if not isinstance(entry, dict):
             continue
-        hashes = ", ".join(f"`{n}` sha256 {_code(h)}"
+        hashes = ", ".join(f"{_code(n)} sha256 {_code(h)}"
                            for n, h in sorted((entry.get("sha256") or {}).items()))
-        out.append(f"{indent}- read the {role} dataset {_code(entry.get('dataset'))} (kind "
+        out.append(f"{indent}- read the {_cell(role)} dataset {_code(entry.get('dataset'))} (kind "
                    f"{_code(entry.get('kind'))}; {hashes}), itself:")
         sub = entry.get("provenance")
         out += provenance_lines(sub, indent + "  ") if isinstance(sub, dict) else [
@@ -199,10 +205,11 @@ def built_section(manifest: Mapping[str, Any], relation_labels: Mapping[str, str
     chain = (provenance_lines(prov) if isinstance(prov, dict)
              else source_lines(manifest.get("source") or {}))
     return ["### Source Data", "",
-            f"How `{manifest.get('name')}` was built, down to the data it came from (file "
+            f"How {_code(manifest.get('name'))} was built, down to the data it came from (file "
             f"paths and sha256, endpoints and query hashes, dump dates, and whether the code "
             f"or the working tree had uncommitted changes):", "", *chain, "",
-            f"#### Parameters (`factprobe build {manifest.get('kind')}`)", "", "```json",
+            f"#### Parameters ({_code('factprobe build ' + str(manifest.get('kind')))})", "",
+            "```json",
             params, "```", "", *_per_relation(manifest, relation_labels),
             *_statistics(manifest)]
 
@@ -213,7 +220,7 @@ def fields_section(layout: Mapping[str, Any], main: str) -> list[str]:
     for name, entry in layout["tables"].items():
         what = "the default config" if name == main else "a separate config"
         lines += [f"`{name}` ({what}):", "", "| column | type | meaning |", "|---|---|---|"]
-        lines += [f"| `{col}` | `{_cell(typ)}` | {COLUMNS.get(col, '')} |"
+        lines += [f"| {_code(col)} | {_code(typ)} | {COLUMNS.get(col, '')} |"
                   for col, typ in entry["columns"]]
         lines.append("")
     lines += ["Full definitions: factprobe's `docs/schema.md`.", ""]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
+from builders.core.markdown import code
+
 _TEMPLATES_NOTE = ("Templates are hand-written (`origin` `manual`) or machine paraphrases "
                    "(`origin` `llm:<model>`) kept by automatic filters and, where a review file "
                    "was given, by a person.")
@@ -67,7 +69,7 @@ def summary(manifest: Mapping[str, Any]) -> str:
         return ("Prompt templates per relation (`templates`): statements, questions and "
                 "fact-checking frames, `[X]` standing for the subject and `[Y]` for the object. "
                 + _TEMPLATES_NOTE)
-    return f"A factprobe dataset of kind `{kind}`."
+    return f"A factprobe dataset of kind {code(kind)}."
 
 
 def rationale(manifest: Mapping[str, Any]) -> str:
@@ -120,7 +122,8 @@ def biases(manifest: Mapping[str, Any]) -> list[str]:
     lang = _params(manifest).get("lang") or "en"
     out = [("- Coverage follows the source graph: entities and relations it describes well are "
             "over-represented, and the facts are only as correct and current as the graph."),
-           f"- Only entities with a label in `{lang}` are kept (a fact without one is dropped "
+           f"- Only entities with a label in {code(lang)} are kept (a fact without one is "
+           f"dropped "
            f"and counted), which favours entities well described in that language."]
     kind = manifest.get("kind")
     if kind == "mc":
@@ -155,5 +158,6 @@ def limitations(manifest: Mapping[str, Any]) -> list[str]:
 def instance(table: str, row: Mapping[str, Any]) -> list[str]:
     """The first row of the default config, as JSON."""
     text = json.dumps(dict(row), indent=2, ensure_ascii=False, sort_keys=False, default=str)
-    return ["### Data Instances", "", f"The first row of `{table}`:", "", "```json", text, "```",
+    return ["### Data Instances", "", f"The first row of {code(table)}:", "", "```json", text,
+            "```",
             ""]

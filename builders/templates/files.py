@@ -19,6 +19,7 @@ Every template holds ``[X]`` and ``[Y]`` exactly once. Template ids in the table
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass
@@ -35,6 +36,9 @@ TOP_KEYS = {"relation", "label", "description", "subject_category", "object_cate
             "templates"}
 TEMPLATE_KEYS = {"id", "style", "text"}
 _ID = re.compile(r"^[A-Za-z0-9_-]+$")
+# A relation file name kept as the id itself (today's names): word characters, - and ., not
+# leading with a dot, short enough for any file system.
+_PLAIN_FILE = re.compile(r"\w[\w.-]{0,119}")
 _PLACEHOLDER = re.compile(r"\[[A-Z]\]")
 
 TEMPLATES_SCHEMA = pa.schema([
@@ -70,12 +74,23 @@ class RelationTemplates:
 
 
 def file_name(relation_id: str) -> str:
-    """The YAML file name of a relation.
+    """The YAML file name of a relation: the id with ``:`` as ``_`` when that is a plain file
+    name; otherwise (an IRI, ``..``, a slash, a space, a shell character: relation ids come
+    from the graph) its word characters and a hash of the whole id: the name never leaves the
+    templates folder, holds nothing a shell reads, and two such ids never share a file.
 
     >>> file_name("rel:capital"), file_name("P36")
     ('rel_capital.yaml', 'P36.yaml')
+    >>> file_name("<http://ex.org/capital>"), file_name("../../etc/x")
+    ('http__ex.org_capital-4a7dc1bc.yaml', 'etc_x-56da1a2e.yaml')
     """
-    return relation_id.replace(":", "_") + ".yaml"
+    plain = relation_id.replace(":", "_")
+    if _PLAIN_FILE.fullmatch(plain) and ".." not in plain:
+        return plain + ".yaml"
+    digest = hashlib.sha256(relation_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    stem = re.sub(r"[^\w.-]+", "_", plain).strip("._-")
+    stem = re.sub(r"\.{2,}", ".", stem)[:80].strip("._-")
+    return f"{stem}-{digest}.yaml" if stem else f"relation-{digest}.yaml"
 
 
 def placeholder_problem(text: str) -> str | None:

@@ -8,6 +8,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from builders.core.csvsafe import read_cell, safe_cell
 from builders.core.errors import UserError
 from builders.core.textfiles import read_text
 from builders.templates.files import Template
@@ -49,8 +50,11 @@ def write_review(path: str | os.PathLike, templates: list[Template],
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(COLUMNS)
     for t in sorted(templates, key=lambda t: (t.relation_id, t.template_id)):
-        writer.writerow([decisions.get(t.template_id, "keep"), t.template_id, t.relation_id,
-                         t.style, t.origin, t.template])
+        # an LLM's paraphrase or a relation id may start with = or @: written as text
+        # (builders.core.csvsafe), and read back as it was by read_review
+        writer.writerow([safe_cell(v) for v in (
+            decisions.get(t.template_id, "keep"), t.template_id, t.relation_id, t.style,
+            t.origin, t.template)])
     path = Path(path)
     tmp = None
     try:
@@ -92,7 +96,7 @@ def _decisions(path: Path, reader: csv.DictReader) -> dict[str, str]:
     out: dict[str, str] = {}
     for row in reader:
         line = reader.line_num
-        tid = (row.get("template_id") or "").strip()
+        tid = read_cell((row.get("template_id") or "").strip())
         decision = (row.get("decision") or "").strip().lower()
         if not tid:
             raise UserError(f"{path}:{line}: empty template_id")

@@ -52,8 +52,10 @@ def _run(args) -> str:
         FILE_SOURCES,
         InitConfig,
         check_name,
+        default_name,
         refuse,
         set_plots_page,
+        shell_safe,
         write,
     )
     root = Path(args.dir)
@@ -66,7 +68,8 @@ def _run(args) -> str:
         if not os.path.exists(args.path):
             raise UserError(f"--path {args.path}: no such file or folder")
         # dvc.yaml's paths are relative to the repository, the flag's to where init runs
-        path = os.path.relpath(os.path.abspath(args.path), os.path.abspath(root))
+        path = shell_safe("--path", os.path.relpath(os.path.abspath(args.path),
+                                                    os.path.abspath(root)))
     elif args.path:
         raise UserError(f"--path is for a file source ({', '.join(FILE_SOURCES)}), not "
                         f"--source {args.source}")
@@ -74,10 +77,17 @@ def _run(args) -> str:
         raise UserError("--endpoint is for --source sparql, and --source sparql needs it")
     if args.source == "wikidata" and args.relations.strip().lower() == "all":
         raise UserError("--source wikidata needs --relations (property ids, e.g. P36,P37)")
-    stem = Path(args.path).name.split(".")[0].lower() if args.path else args.source
-    name = check_name(args.name or stem)
+    fix = "pick a value without it"
+    shell_safe("--endpoint", args.endpoint or "", "give the URL with that character "
+               "percent-encoded")
+    shell_safe("--relations", args.relations, fix)
+    shell_safe("--lang", args.lang, fix)
+    stem = Path(args.path).name.split(".")[0] if args.path else args.source
+    name = check_name(args.name) if args.name else default_name(stem, args.source)
     refuse(root, args.force)
     sizes, sized, kept = _sizes(args)
+    # relation ids in it come from the graph: no escape sequence of theirs reaches the terminal
+    sized = "".join(c if c.isprintable() or c == "\n" else "?" for c in sized)
     root.mkdir(parents=True, exist_ok=True)
     written = write(InitConfig(dir=str(root), source=args.source, path=path,
                                endpoint=args.endpoint or "", relations=args.relations,

@@ -35,7 +35,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from builders.core.markdown import slug
+from builders.core.csvsafe import safe_frame
+from builders.core.markdown import escape, slug
 from builders.core.outdir import atomic_folder, stamp
 from builders.core.tables import dumps_json
 from evaluators.metrics.skipped import skipped_lines
@@ -85,7 +86,9 @@ class ReportConfig:
 
 def _csv(frame: pd.DataFrame, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(path, index=False, lineterminator="\n", float_format="%.4f")
+    # ids, labels and model names come from data: a cell starting with = is a formula to a
+    # spreadsheet (builders.core.csvsafe)
+    safe_frame(frame).to_csv(path, index=False, lineterminator="\n", float_format="%.4f")
 
 
 def build_report(cfg: ReportConfig) -> Path:
@@ -140,7 +143,8 @@ def build_report(cfg: ReportConfig) -> Path:
         mat_md = []
         for name, m in matrices:
             m.index.name = "row"
-            m.to_csv(tables / f"{name}.csv", lineterminator="\n", float_format="%.4f")
+            safe_frame(m).to_csv(tables / f"{name}.csv", lineterminator="\n",
+                                 float_format="%.4f")
             mat_md.append(matrix_markdown(name, m))
         for name in PLOT_DIRS:                        # declared in dvc.yaml: always there
             (tmp / name).mkdir(parents=True, exist_ok=True)
@@ -150,7 +154,7 @@ def build_report(cfg: ReportConfig) -> Path:
             figures, skipped = plots.make_all(runs, rel_table, val_table, tmp)
             notes.extend(skipped)
         cmp_md = comparisons_markdown(tests) + "".join(
-            f"\n{line}\n" for line in coverage_notes(groups))
+            f"\n{escape(line)}\n" for line in coverage_notes(groups))
         report = render(runs, lb_md, rel_md, validity_markdown(val_table), cmp_md, mat_md,
                         figures, notes, cfg)
         (tmp / "report.md").write_text(report, encoding="utf-8")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from builders.core.markdown import fmt, table
+from builders.core.markdown import escape, fmt, table
 from builders.core.markdown import missing as _missing
 from evaluators.methods import METHODS
 from evaluators.metrics.validity import FAMILIARITY_MARGIN
@@ -32,7 +32,7 @@ def leaderboard_markdown(board: pd.DataFrame) -> str:
         frame = frame.drop(columns=["_sort"], errors="ignore")
         order = ["model"] + (["context"] if spec.contexts else []) + \
             [spec.headlines[n][1] for n in names]
-        parts.append(f"### {method} on {ds}\n\n" + table(frame[[c for c in order
+        parts.append(f"### {method} on {escape(ds)}\n\n" + table(frame[[c for c in order
                                                                  if c in frame]]))
     return "\n".join(parts)
 
@@ -46,7 +46,7 @@ def per_relation_markdown(rel_table: pd.DataFrame) -> str:
         wide = wide.map(fmt)
         spec = METHODS[method].metrics
         label = spec.headlines[spec.main][1]
-        parts.append(f"### {label}: {method} on {ds}\n\n" + table(wide.reset_index()))
+        parts.append(f"### {label}: {method} on {escape(ds)}\n\n" + table(wide.reset_index()))
     return "\n".join(parts)
 
 
@@ -86,15 +86,15 @@ def familiarity_flags(val_table: pd.DataFrame) -> str:
     FAMILIARITY_MARGIN from 0.5, and one per block whose null could not be computed."""
     lines = []
     for _, x in val_table.iterrows():
-        where = (f"{x['method']} on {x['dataset']}, {setting_name_s(x['model'], x['setting'])}, "
-                 f"{x['estimator']}")
+        where = escape(f"{x['method']} on {x['dataset']}, "
+                       f"{setting_name_s(x['model'], x['setting'])}, {x['estimator']}")
         if _flagged(x):
             lines.append(f"- **{where}**: subject-blind null AUROC {fmt(x['null_auroc_value'])} "
                          f"(validity AUROC {fmt(x['auroc_value'])}), farther than "
                          f"{FAMILIARITY_MARGIN} from 0.5. Answer familiarity: this estimator "
                          f"separates planted from held-out facts without the subject.")
         elif _missing(x["null_auroc_value"]) and not _missing(x["null_reason"]):
-            lines.append(f"- {where}: no subject-blind null ({x['null_reason']}).")
+            lines.append(f"- {where}: no subject-blind null ({escape(x['null_reason'])}).")
     if not lines:
         return ""
     return "\n" + "\n".join(lines) + "\n"
@@ -112,7 +112,7 @@ def comparisons_markdown(tests: pd.DataFrame) -> str:
 
 
 def matrix_markdown(name: str, m: pd.DataFrame) -> str:
-    return f"### {name}\n\n" + table(m.reset_index().map(
+    return f"### {escape(name)}\n\n" + table(m.reset_index().map(
         lambda v: fmt(v) if isinstance(v, float) else v))
 
 
@@ -145,7 +145,7 @@ def render(runs, lb_md, rel_md, val_md, cmp_md, mat_md, figures, notes, cfg) -> 
     if figures:
         lines += ["## Figures", ""]
         for title, rel in figures:
-            lines += [f"### {title}", "", f"![{title}]({rel})", ""]
+            lines += [f"### {escape(title)}", "", f"![{escape(title)}]({rel})", ""]
     if notes:
-        lines += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
+        lines += ["## Notes", ""] + [f"- {escape(n)}" for n in notes] + [""]
     return "\n".join(lines).rstrip() + "\n"

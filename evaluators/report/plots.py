@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from builders.core.csvsafe import safe_frame
 from builders.core.markdown import slug
 from evaluators.methods import METHODS
 from evaluators.metrics.stats import pearson
@@ -50,12 +51,12 @@ def _series_csv(out: Path, plot: str, series: str, frame: pd.DataFrame, label: s
     (a template colouring by ``series``; dvc.yaml's ``plots``)."""
     path = out / "plots" / plot / f"{slug(series)}.csv"
     path.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(path, index=False, lineterminator="\n", float_format="%.4f")
+    safe_frame(frame).to_csv(path, index=False, lineterminator="\n", float_format="%.4f")
     long = out / "plots" / f"{plot}.csv"
     rows = frame.copy()
-    rows.insert(0, "series", label)
-    rows.to_csv(long, mode="a", header=not long.exists(), index=False, lineterminator="\n",
-                 float_format="%.4f")
+    rows.insert(0, "series", label)      # a model's name: spreadsheet-safe like every cell
+    safe_frame(rows).to_csv(long, mode="a", header=not long.exists(), index=False,
+                            lineterminator="\n", float_format="%.4f")
 
 
 def _name(run, setting: str) -> str:

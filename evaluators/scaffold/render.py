@@ -73,8 +73,10 @@ def render(text: str, values: dict[str, str], flags: dict[str, bool]) -> str:
 
 def rendered(cfg: InitConfig) -> dict[str, str]:
     """{path in the repository: text} for ``cfg``."""
-    flag = {"sparql": " --endpoint ${facts.endpoint}", "wikidata": ""}.get(
-        cfg.source, " --path ${facts.path}")
+    # DVC pastes a value into the command as it is and runs it in a shell: every value that
+    # comes from the user or the graph is single-quoted there (init refuses a quote in one).
+    flag = {"sparql": " --endpoint='${facts.endpoint}'", "wikidata": ""}.get(
+        cfg.source, " --path='${facts.path}'")
     via = ALIASES_VIA[cfg.source]
     values = {"source": cfg.source, "source_flag": flag, "name": cfg.name,
               "nobel_source": NOBEL[cfg.source] or "", "base": "aliases" if via else "facts",
@@ -144,6 +146,35 @@ def write(cfg: InitConfig, force: bool) -> list[Path]:
         written.append(path)
     (root / "templates").mkdir(exist_ok=True)
     return written
+
+
+def shell_safe(flag: str, value: str, fix: str = "rename the file or folder") -> str:
+    """``value`` if it can sit between single quotes in dvc.yaml's shell commands (and on one
+    line of params.yaml); otherwise a :class:`UserError` saying what to change.
+
+    >>> shell_safe("--path", "a b;$(touch x)&`y`<z>.ttl")
+    'a b;$(touch x)&`y`<z>.ttl'
+    >>> shell_safe("--path", "O'Brien.ttl")
+    Traceback (most recent call last):
+    ...
+    builders.core.errors.UserError: --path "O'Brien.ttl": a ' cannot be passed safely through dvc.yaml's shell commands; rename the file or folder
+    """
+    bad = next((c for c in value if c == "'" or not c.isprintable()), None)
+    if bad is not None:
+        what = "a '" if bad == "'" else f"the unprintable character {bad!r}"
+        raise UserError(f"--{flag.lstrip('-')} {value!r}: {what} cannot be passed safely "
+                        f"through dvc.yaml's shell commands; {fix}")
+    return value
+
+
+def default_name(stem: str, fallback: str) -> str:
+    """--name's default: the graph file's name made a valid name, or ``fallback``.
+
+    >>> default_name("My Graph;$(x)", "rdf"), default_name("!!!", "rdf")
+    ('my-graph-x', 'rdf')
+    """
+    name = re.sub(r"[^a-z0-9_-]+", "-", stem.lower()).strip("-_")
+    return name if NAME.fullmatch(name) else fallback
 
 
 def check_name(name: str) -> str:

@@ -45,7 +45,10 @@ class Sizes:
 
     def note(self) -> str:
         """The params.yaml comment lines (``# ...``), wrapped."""
-        return "\n".join("# " + line for part in self.comment
+        # relation ids and file names come from the graph: a line break of any kind in one
+        # (U+2028, NEL...) would end the comment and write YAML of the graph's choosing
+        return "\n".join("# " + "".join(c if c.isprintable() else "?" for c in line)
+                         for part in self.comment
                          for line in textwrap.wrap(part, 96, break_on_hyphens=False))
 
 

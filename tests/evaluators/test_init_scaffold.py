@@ -38,7 +38,7 @@ def test_each_source_gets_its_own_stages():
     assert "${facts.path}" in csv["facts"]["deps"]
     sparql = stages(rendered(InitConfig(dir=".", source="sparql", endpoint="http://x/q"))[
         "dvc.yaml"])
-    assert "--endpoint ${facts.endpoint}" in sparql["facts"]["cmd"]
+    assert "--endpoint='${facts.endpoint}'" in sparql["facts"]["cmd"]
     assert "deps" not in sparql["facts"] and "aliases" in sparql and "nobel" in sparql
     # per-method params: each eval stage reads its own section only
     for name in ("zp-lke", "prompt", "belief", "belief-icl", "monitor"):

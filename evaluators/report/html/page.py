@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 from importlib import resources
 from pathlib import Path
@@ -35,15 +36,24 @@ def _clean(obj):
     return obj
 
 
-def to_json(obj) -> str:
-    """Compact, sorted, safe inside ``<script>``.
+# Characters a JSON string may hold but a <script> element may not: ``<`` alone opens
+# ``</script>`` and ``<!--`` (which hides the rest of the page), ``>`` and ``&`` complete them,
+# U+2028/U+2029 end a line in older JavaScript. As JSON escapes they are the same strings.
+_SCRIPT_UNSAFE = {c: f"\\u{ord(c):04x}" for c in "<>&\u2028\u2029"}
 
-    >>> to_json({"b": float("nan"), "a": "</script>"})
-    '{"a":"<\\\\/script>","b":null}'
+
+def to_json(obj) -> str:
+    """Compact, sorted, safe inside ``<script>``: labels come from the graph, so no ``<``,
+    ``>``, ``&``, U+2028 or U+2029 is written as itself.
+
+    >>> to_json({"b": float("nan"), "a": "</script><!--&"})
+    '{"a":"\\\\u003c/script\\\\u003e\\\\u003c!--\\\\u0026","b":null}'
+    >>> json.loads(to_json({"a": "</script><!--&\u2028"}))["a"] == "</script><!--&\u2028"
+    True
     """
     text = json.dumps(_clean(obj), sort_keys=True, ensure_ascii=False, separators=(",", ":"),
                       allow_nan=False)
-    return text.replace("</", "<\\/").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return text.translate(str.maketrans(_SCRIPT_UNSAFE))
 
 
 def _static(name: str) -> str:
@@ -70,10 +80,11 @@ def write_html(out: Path, runs: list[Run], board, rel_table, val_table, notes: l
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(f"FP_LOADED({to_json(f.key)},{to_json(f.data)});\n", encoding="utf-8")
         written.append(f.path)
-    page = (_static("index.html")
-            .replace("/*STYLE*/", _static("explorer.css"))
-            .replace("/*DATA*/", to_json(data))
-            .replace("/*SCRIPT*/", "\n".join(_static(f) for f in SCRIPTS)))
+    # one pass over the page's own markers: a label reading /*SCRIPT*/ stays a label
+    parts = {"/*STYLE*/": _static("explorer.css"), "/*DATA*/": to_json(data),
+             "/*SCRIPT*/": "\n".join(_static(f) for f in SCRIPTS)}
+    page = re.sub(r"/\*(?:STYLE|DATA|SCRIPT)\*/", lambda m: parts[m.group(0)],
+                  _static("index.html"))
     (out / "index.html").write_text(page, encoding="utf-8")
     written.append("index.html")
     return written
