@@ -64,6 +64,10 @@ def validity(per_fact: pd.DataFrame, planted: dict | None, *, column: str = "cor
     neg = split.loc[split["planted"] == "held_out", sc].to_numpy(dtype=float)
     lo, hi = auroc_interval(pos, neg, resamples=resamples, seed=seed)
     out["auroc"] = {"value": rnd(auroc(pos, neg)), "ci_low": rnd(lo), "ci_high": rnd(hi)}
+    both = np.concatenate([pos, neg])
+    if len(both) and np.all(both == both[0]):
+        # one score for every fact: the AUROC is 0.5 by ties, whatever the probe does
+        out["constant_score"] = rnd(float(both[0]))
     if accuracy_means:
         out["accuracy_means"] = accuracy_means
     if score_means:
@@ -88,8 +92,9 @@ def _difference(split: pd.DataFrame, column: str, resamples: int, seed: int):
     return _interval(means["planted"] - means["held_out"], 0.95)
 
 
-# How far from 0.5 a subject-blind null AUROC may be before the report says the estimator
-# separates the halves by answer familiarity (docs/metrics/validity.md).
+# How far from 0.5 a null AUROC may be before the report flags it (docs/metrics/validity.md):
+# the point estimate must leave 0.4-0.6 and its interval must exclude 0.5, so that a null
+# resting on few facts (0.36 [0.21, 0.51]) is not flagged on its point estimate alone.
 FAMILIARITY_MARGIN = 0.1
 
 
@@ -97,29 +102,80 @@ def null_of(blind_block: dict | None, why: str = "") -> dict:
     """The subject-blind null of a validity block: accuracy on each half and the AUROC of the
     same block computed on the null pass's rows (the same probe, the subject of every planted
     and held-out fact replaced by one made-up name). ``auroc`` is null, with ``reason``, when
-    the null pass gave no such block.
+    the null pass gave no such block, or when it named no gold for any fact and so scored
+    every fact the same (MONITOR without the subject: no anchor equals the gold, every score
+    0): its AUROC would be 0.5 by ties alone, whatever the probe does, and could never be
+    flagged.
 
-    >>> null_of({"planted": {"value": 0.9, "ci_low": 0.8, "ci_high": 1.0, "n": 4},
-    ...          "held_out": {"value": 0.1, "ci_low": 0.0, "ci_high": 0.2, "n": 4},
-    ...          "difference": {"value": 0.8}, "auroc": {"value": 0.5, "ci_low": 0.3,
-    ...          "ci_high": 0.7}, "score_means": "p"})["auroc"]
+    >>> half = {"value": 0.5, "ci_low": 0.3, "ci_high": 0.7, "n": 4}
+    >>> null_of({"planted": half, "held_out": half, "difference": {"value": 0.0},
+    ...          "auroc": {"value": 0.5, "ci_low": 0.3, "ci_high": 0.7},
+    ...          "score_means": "p"})["auroc"]
     {'value': 0.5, 'ci_low': 0.3, 'ci_high': 0.7}
     >>> null_of({}, "no anchor")
     {'auroc': {'value': None, 'ci_low': None, 'ci_high': None}, 'reason': 'no anchor'}
+    >>> zero = {"value": 0.0, "ci_low": 0.0, "ci_high": 0.0, "n": 4}
+    >>> null_of({"planted": zero, "held_out": zero, "constant_score": 0.0,
+    ...          "auroc": {"value": 0.5, "ci_low": 0.5, "ci_high": 0.5}})["auroc"]["value"]
     """
     if not blind_block:
         return {"auroc": {"value": None, "ci_low": None, "ci_high": None},
                 "reason": why or "the subject-blind pass gave no planted or held-out fact"}
+    if _named_no_gold(blind_block):
+        return {**{k: dict(blind_block[k]) for k in ("planted", "held_out")},
+                "auroc": {"value": None, "ci_low": None, "ci_high": None},
+                "reason": f"undefined: without the subject no planted or held-out fact's "
+                          f"answer matched the gold, every score is "
+                          f"{blind_block['constant_score']:g}, and ties alone would give 0.5"}
     return {k: dict(blind_block[k]) for k in ("planted", "held_out", "auroc")}
 
 
-def familiar(null_auroc: float | None, margin: float = FAMILIARITY_MARGIN) -> bool:
-    """True when a subject-blind null AUROC is farther than ``margin`` from chance: the
-    estimator separates planted from held-out facts without the subject.
+def _named_no_gold(block: dict) -> bool:
+    # a score of 0 for every fact with no gold named: nothing was measured (a graded score
+    # that ties, such as one multiple-choice probability for every fact, is a measurement)
+    return (block.get("constant_score") == 0
+            and all((block.get(k) or {}).get("value") == 0 for k in ("planted", "held_out")))
+
+
+def null_leans(auroc: dict | None, margin: float = FAMILIARITY_MARGIN) -> str | None:
+    """Which half a null favours, when it is off: ``"planted"`` (the probe without the link
+    still scores planted facts higher: answer familiarity), ``"held_out"`` (it scores
+    held-out ones higher), or None. Off means the point estimate is farther than ``margin``
+    from 0.5 and the interval excludes 0.5 (no interval: the point estimate alone).
+
+    >>> null_leans({"value": 0.778, "ci_low": 0.733, "ci_high": 0.821})
+    'planted'
+    >>> null_leans({"value": 0.36, "ci_low": 0.212, "ci_high": 0.505}) is None
+    True
+    >>> null_leans({"value": 0.3, "ci_low": 0.2, "ci_high": 0.45})
+    'held_out'
+    >>> null_leans({"value": 0.55, "ci_low": 0.51, "ci_high": 0.6}), null_leans(None)
+    (None, None)
+    """
+    v = (auroc or {}).get("value")
+    if v is None or np.isnan(v) or abs(v - 0.5) <= margin:
+        return None
+    lo, hi = auroc.get("ci_low"), auroc.get("ci_high")
+    if v > 0.5:
+        return "planted" if lo is None or np.isnan(lo) or lo > 0.5 else None
+    return "held_out" if hi is None or np.isnan(hi) or hi < 0.5 else None
+
+
+def familiar(null_auroc, margin: float = FAMILIARITY_MARGIN) -> bool:
+    """True when a null is off (:func:`null_leans`); takes the AUROC block, or a bare point
+    estimate (no interval).
 
     >>> familiar(0.9), familiar(0.5), familiar(0.35), familiar(0.6), familiar(None)
     (True, False, True, False, False)
+    >>> familiar({"value": 0.36, "ci_low": 0.212, "ci_high": 0.505})
+    False
     """
-    if null_auroc is None or np.isnan(null_auroc):
-        return False
-    return abs(null_auroc - 0.5) > margin
+    if not isinstance(null_auroc, dict):
+        null_auroc = {"value": null_auroc}
+    return null_leans(null_auroc, margin) is not None
+
+
+LEANS = {"planted": "favours planted facts: without the subject it still scores the taught "
+                    "facts' answers higher (answer familiarity)",
+         "held_out": "favours held-out facts: without the subject it scores the untaught "
+                     "facts' answers higher"}

@@ -6,7 +6,7 @@ import pandas as pd
 from builders.core.markdown import fmt, table
 from builders.core.markdown import missing as _missing
 from evaluators.methods import METHODS
-from evaluators.metrics.validity import FAMILIARITY_MARGIN
+from evaluators.metrics.validity import FAMILIARITY_MARGIN, LEANS
 from evaluators.report.tables import setting_name_s
 
 
@@ -82,22 +82,33 @@ def _flagged(x) -> bool:
 
 
 def familiarity_flags(val_table: pd.DataFrame) -> str:
-    """One line per validity block whose subject-blind null AUROC is farther than
-    FAMILIARITY_MARGIN from 0.5, and one per block whose null could not be computed."""
+    """One line per validity block whose subject-blind null is off (:func:`null_flag`), and
+    one per block whose null could not be computed or is undefined."""
     lines = []
     for _, x in val_table.iterrows():
         where = (f"{x['method']} on {x['dataset']}, {setting_name_s(x['model'], x['setting'])}, "
                  f"{x['estimator']}")
         if _flagged(x):
-            lines.append(f"- **{where}**: subject-blind null AUROC {fmt(x['null_auroc_value'])} "
-                         f"(validity AUROC {fmt(x['auroc_value'])}), farther than "
-                         f"{FAMILIARITY_MARGIN} from 0.5. Answer familiarity: this estimator "
-                         f"separates planted from held-out facts without the subject.")
+            lines.append(f"- **{where}**: {null_flag(x)}")
         elif _missing(x["null_auroc_value"]) and not _missing(x["null_reason"]):
             lines.append(f"- {where}: no subject-blind null ({x['null_reason']}).")
     if not lines:
         return ""
     return "\n" + "\n".join(lines) + "\n"
+
+
+def null_flag(x) -> str:
+    """The flag of one validity-table row whose subject-blind null is off: the null with its
+    interval, and which half the subject-free probe favours (report.md and index.html)."""
+    lean = x.get("null_leans")
+    if _missing(lean):
+        lean = "planted" if float(x["null_auroc_value"]) > 0.5 else "held_out"
+    return (f"subject-blind null AUROC "
+            f"{fmt(x['null_auroc_value'], x['null_auroc_ci_low'], x['null_auroc_ci_high'])} "
+            f"(validity AUROC {fmt(x['auroc_value'])}): outside "
+            f"{0.5 - FAMILIARITY_MARGIN:g}-{0.5 + FAMILIARITY_MARGIN:g} with an interval that "
+            f"excludes 0.5. The probe {LEANS[lean]}; the validity AUROC overstates what it "
+            f"measures of the model's knowledge.")
 
 
 def comparisons_markdown(tests: pd.DataFrame) -> str:
@@ -133,8 +144,9 @@ def render(runs, lb_md, rel_md, val_md, cmp_md, mat_md, figures, notes, cfg) -> 
               "(held-out), and the AUROC of each method's per-fact score between the two. "
               "A valid estimator scores planted facts far above held-out ones. The "
               "subject-blind AUROC is the same probe with every planted and held-out subject "
-              "replaced by one made-up name: it should be 0.5, and a block farther than "
-              f"{FAMILIARITY_MARGIN} from it is flagged (!) below the table "
+              "replaced by one made-up name: it should be 0.5, and a block whose null is farther "
+              f"than {FAMILIARITY_MARGIN} from it, with an interval that excludes 0.5, is "
+              "flagged (!) below the table, saying which half it favours "
               "(docs/metrics/validity.md).", "", val_md,
               "## Comparisons", "", cmp_md]
     if mat_md:

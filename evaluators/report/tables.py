@@ -12,7 +12,7 @@ from builders.core.errors import UserError
 from builders.core.markdown import slug
 from evaluators.metrics.stats import paired_test, rnd
 from evaluators.metrics.suite import MetricsOptions
-from evaluators.metrics.validity import familiar
+from evaluators.metrics.validity import null_leans
 from evaluators.report.runs import Run
 
 
@@ -84,19 +84,19 @@ def validity_table(runs: list[Run]) -> pd.DataFrame:
 
 
 NULL_COLUMNS = ["null_auroc_value", "null_auroc_ci_low", "null_auroc_ci_high", "null_reason",
-                "familiarity"]
+                "familiarity", "null_leans"]
 
 
 def _null_columns(null: dict | None) -> dict:
     """The subject-blind null of a validity block (evaluators/metrics/validity.py): its AUROC,
-    why it is missing, and whether it flags answer familiarity. All empty for a run without
-    the null pass."""
+    why it is missing, whether it is off (its interval, not only its point, away from 0.5) and
+    which half it favours. All empty for a run without the null pass."""
     if not null:
         return dict.fromkeys(NULL_COLUMNS)
     auroc = null.get("auroc") or {}
     return {"null_auroc_value": auroc.get("value"), "null_auroc_ci_low": auroc.get("ci_low"),
             "null_auroc_ci_high": auroc.get("ci_high"), "null_reason": null.get("reason"),
-            "familiarity": familiar(auroc.get("value"))}
+            "familiarity": null_leans(auroc) is not None, "null_leans": null_leans(auroc)}
 
 
 # -------------------------------------------------------------------------- comparisons

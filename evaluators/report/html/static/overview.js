@@ -67,8 +67,7 @@ function renderValidity() {
   for (const r of rows) {
     const where = `${r.method} on ${r.dataset}, ${settingName(r.model, r.setting)}, ${r.estimator}`;
     if (r.familiarity) $("validity-flags").append(el("li", {}, el("b", {}, where),
-      `: subject-blind null AUROC ${f3(r.null_auroc_value)} (validity AUROC ${f3(r.auroc_value)}),` +
-      ` farther than ${D.familiarity_margin} from 0.5: answer familiarity.`));
+      `: ${r.null_flag}`));
     else if (r.null_auroc_value === null && r.null_reason)
       $("validity-flags").append(el("li", {}, `${where}: no subject-blind null (${r.null_reason}).`));
   }
