@@ -15,7 +15,7 @@ import pandas as pd
 
 from builders.core.errors import UserError
 from evaluators.metrics.stats import rnd
-from evaluators.metrics.validity import null_of
+from evaluators.metrics.validity import null_of, planted_model
 from evaluators.metrics.zp_lke import DEFAULT_K
 from probes.subject_blind import split_passes
 
@@ -120,6 +120,9 @@ class MethodMetrics:
         own, blind = split_passes(outputs)
         self.check(own)
         metrics = self.compute(own, planted, cfg, options=options)
+        status = planted_model(planted)
+        if status is not None:          # a half-taught model makes every validity look weak
+            metrics["planted_model"] = status
         if blind is not None:
             self._add_null(metrics, blind, planted, cfg, options)
         return metrics

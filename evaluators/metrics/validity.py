@@ -179,3 +179,65 @@ LEANS = {"planted": "favours planted facts: without the subject it still scores 
                     "facts' answers higher (answer familiarity)",
          "held_out": "favours held-out facts: without the subject it scores the untaught "
                      "facts' answers higher"}
+
+
+def planted_model(planted: dict | None) -> dict | None:
+    """Whether the planted model learned what it was taught, from its ``planted.json``
+    (``converged``, the last teacher-forced accuracy on the planted facts, the target, the
+    epochs): carried into every run and report that uses the model, because a model that did
+    not learn its planted facts makes every method's validity look weak. None for a
+    planted.json that does not say (written by hand, or by an older factprobe).
+
+    >>> s = planted_model({"converged": False, "planted_accuracy": [0.5, 0.708],
+    ...                    "epochs_run": 40, "config": {"target_accuracy": 0.9,
+    ...                                                 "max_epochs": 40}})
+    >>> s["converged"], s["planted_accuracy"], s["target_accuracy"], s["epochs_run"]
+    (False, 0.708, 0.9, 40)
+    >>> s["what_to_do"].split(":")[0]
+    'plant it again until planted.json says converged'
+    >>> planted_model({"converged": True, "planted_accuracy": [0.95]})["what_to_do"]
+    ''
+    >>> planted_model({"planted": []}) is None
+    True
+    """
+    if not isinstance(planted, dict) or not isinstance(planted.get("converged"), bool):
+        return None
+    acc = planted.get("planted_accuracy")
+    last = acc[-1] if isinstance(acc, list) and acc else acc
+    cfg = planted.get("config") if isinstance(planted.get("config"), dict) else {}
+    out = {"converged": planted["converged"],
+           "planted_accuracy": last if isinstance(last, (int, float)) else None,
+           "target_accuracy": cfg.get("target_accuracy"),
+           "epochs_run": planted.get("epochs_run"), "max_epochs": cfg.get("max_epochs"),
+           "what_to_do": ""}
+    if not out["converged"]:
+        out["what_to_do"] = (
+            "plant it again until planted.json says converged: true (factprobe plant "
+            "--max-epochs, a higher --lr; in a DVC project plant.max_epochs in params.yaml), "
+            "then rerun the evaluations; until then every validity figure understates "
+            "what the methods can see")
+    return out
+
+
+def planted_warning(status: dict | None, where: str) -> str:
+    """The one line the report puts at its top and beside the validity table for a planted
+    model that did not learn its planted facts; empty for one that did.
+
+    >>> planted_warning({"converged": False, "planted_accuracy": 0.708,
+    ...                  "target_accuracy": 0.9, "epochs_run": 40, "what_to_do": "do X"},
+    ...                 "models/planted")[:80]
+    'The planted model models/planted did not learn its planted facts: teacher-forced'
+    >>> planted_warning({"converged": True}, "m")
+    ''
+    """
+    if not status or status.get("converged", True):
+        return ""
+    acc, target = status.get("planted_accuracy"), status.get("target_accuracy")
+    got = f"{acc:.3f}" if isinstance(acc, (int, float)) else "unknown"
+    need = f" < target {target}" if target is not None else ""
+    epochs = status.get("epochs_run")
+    after = f" after {epochs} epochs" if epochs is not None else ""
+    return (f"The planted model {where} did not learn its planted facts: teacher-forced "
+            f"accuracy {got}{need}{after} (planted.json: converged false). Its validity "
+            f"figures measure a half-taught model, not the methods. What to do: "
+            f"{status.get('what_to_do')}.")

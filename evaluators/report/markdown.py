@@ -1,12 +1,19 @@
 """The report's Markdown: each table of :mod:`.tables` as GitHub tables, and ``report.md``."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from builders.core.markdown import fmt, table
 from builders.core.markdown import missing as _missing
 from evaluators.methods import METHODS
-from evaluators.metrics.validity import FAMILIARITY_MARGIN, LEANS
+from evaluators.metrics.validity import (
+    FAMILIARITY_MARGIN,
+    LEANS,
+    planted_model,
+    planted_warning,
+)
 from evaluators.report.tables import setting_name_s
 
 
@@ -127,6 +134,22 @@ def matrix_markdown(name: str, m: pd.DataFrame) -> str:
         lambda v: fmt(v) if isinstance(v, float) else v))
 
 
+def planted_warnings(runs) -> list[str]:
+    """One line per planted model (planted.json) of the runs that did not learn its planted
+    facts, naming the runs that use it."""
+    by_file: dict[str, list] = {}
+    for r in runs:
+        if r.planted_path and planted_warning(planted_model(r.planted), ""):
+            by_file.setdefault(r.planted_path, []).append(r)
+    out = []
+    for path, members in sorted(by_file.items()):
+        where = str(Path(path).parent)
+        used = ", ".join(sorted(f"{r.method} on {r.dataset}" for r in members))
+        out.append(planted_warning(planted_model(members[0].planted), where)
+                   + f" Runs that use it: {used}.")
+    return out
+
+
 def render(runs, lb_md, rel_md, val_md, cmp_md, mat_md, figures, notes, cfg) -> str:
     o = cfg.options
     lines = ["# factprobe report", "",
@@ -134,7 +157,11 @@ def render(runs, lb_md, rel_md, val_md, cmp_md, mat_md, figures, notes, cfg) -> 
              f"({o.resamples} resamples, seed {o.seed}, facts resampled within relations); "
              f"p-values come from a paired sign-flip test over the facts both settings share. "
              f"See docs/metrics/ for every definition.", "",
-             "## Runs", ""]
+             ""]
+    warnings = planted_warnings(runs)
+    # at the top: a half-taught planted model is read at a glance, before any number
+    lines += [f"> **Warning.** {w}" + "\n" for w in warnings]
+    lines += ["## Runs", ""]
     runs_tab = pd.DataFrame([{"dataset": r.dataset, "method": r.method, "model": r.label,
                               "run folder": str(r.path), "rows": len(r.outputs),
                               "planted.json": r.planted_path or "–"} for r in runs])
@@ -147,7 +174,9 @@ def render(runs, lb_md, rel_md, val_md, cmp_md, mat_md, figures, notes, cfg) -> 
               "replaced by one made-up name: it should be 0.5, and a block whose null is farther "
               f"than {FAMILIARITY_MARGIN} from it, with an interval that excludes 0.5, is "
               "flagged (!) below the table, saying which half it favours "
-              "(docs/metrics/validity.md).", "", val_md,
+              "(docs/metrics/validity.md).", ""]
+    lines += [f"> **Warning.** {w}" + "\n" for w in warnings]
+    lines += [val_md,
               "## Comparisons", "", cmp_md]
     if mat_md:
         lines += ["Subsumption eta(row | column) = share of the row's known facts the column "

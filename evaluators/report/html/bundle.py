@@ -20,7 +20,7 @@ from evaluators.report.html.facts import (
     own_rows,
     planted_status,
 )
-from evaluators.report.markdown import fmt, null_flag
+from evaluators.report.markdown import fmt, null_flag, planted_warnings
 from evaluators.report.runs import Run
 from evaluators.report.tables import setting_name_s
 
@@ -77,6 +77,7 @@ def overview(runs: list[Run], board: pd.DataFrame, rel_table: pd.DataFrame,
         "leaderboard": lb, "validity": val, "per_relation": rel, "notes": list(notes),
         "options": {"resamples": options.resamples, "seed": options.seed},
         "familiarity_margin": FAMILIARITY_MARGIN,
+        "planted_warnings": planted_warnings(runs),
     }
 
 

@@ -35,6 +35,11 @@ function renderLeaderboard() {
 
 function renderValidity() {
   $("margin").textContent = D.familiarity_margin;
+  // a planted model that did not learn its facts: at the top of the page and above the table
+  for (const w of D.planted_warnings || []) {
+    $("summary").after(el("p", {class: "bad planted-warning"}, `Warning. ${w}`));
+    $("validity").before(el("p", {class: "bad planted-warning"}, `Warning. ${w}`));
+  }
   const rows = D.validity;
   if (!rows.length) {
     $("validity").append(el("p", {class: "hint",
