@@ -179,8 +179,17 @@ def render(runs, lb_md, rel_md, val_md, cmp_md, mat_md, figures, notes, cfg) -> 
     lines += [val_md,
               "## Comparisons", "", cmp_md]
     if mat_md:
-        lines += ["Subsumption eta(row | column) = share of the row's known facts the column "
-                  "also knows; sharing rate = the same over correctly answered prompts.", ""]
+        sub = {"per-relation": "computed within each relation and averaged over the "
+                               "relations where the row knows a fact (the ZP-LKE paper's "
+                               "Tables 2 and 11)",
+               "pooled": "pooled over all facts (--subsumption pooled)"}[cfg.subsumption]
+        unit = {"fact-template": "a (fact, template) counts once, answered under any of its "
+                                 "subject names (the BELIEF paper's Sec. 7)",
+                "prompt": "every (fact, template, subject name) prompt counts "
+                          "(--sharing-unit prompt)"}[cfg.sharing_unit]
+        lines += [f"Subsumption eta(row | column) = share of the row's known facts the column "
+                  f"also knows, {sub}; sharing rate = share of the row's covered facts the "
+                  f"column also covers, where {unit}.", ""]
         lines += mat_md
     lines += ["## Per relation", "", rel_md or "_(none)_\n"]
     if figures:

@@ -150,17 +150,23 @@ def coverage_notes(groups: dict) -> list[str]:
     return lines
 
 
-def _subsumption(members, common: set) -> tuple[str, pd.DataFrame]:
+def _subsumption(members, common: set, readings: dict) -> tuple[str, pd.DataFrame]:
     from evaluators.metrics.zp_lke import subsumption_matrix
     known = {n: set(f.loc[(f["fact_id"].isin(common)) & (f["known"] > 0), "fact_id"])
              for n, _, f in members}
-    return "subsumption", subsumption_matrix(known).round(4)
+    relation_of = {}
+    for _, _, f in members:
+        relation_of.update(zip(f["fact_id"], f["relation_id"]))
+    return "subsumption", subsumption_matrix(
+        known, relation_of, reading=readings.get("subsumption", "per-relation")).round(4)
 
 
-def _sharing(members, common: set) -> tuple[str, pd.DataFrame]:
+def _sharing(members, common: set, readings: dict) -> tuple[str, pd.DataFrame]:
     from evaluators.metrics.belief import sharing_rate
+    from evaluators.metrics.coverage import sharing_units
     names = [n for n, _, _ in members]
-    units = {n: {u for u in f.attrs.get("units", set()) if u[0] in common}
+    unit = readings.get("sharing_unit", "fact-template")
+    units = {n: sharing_units({u for u in f.attrs.get("units", set()) if u[0] in common}, unit)
              for n, _, f in members}
     return "sharing", pd.DataFrame([[sharing_rate(units[a], units[b]) for b in names]
                                     for a in names], index=names, columns=names).round(4)
@@ -171,10 +177,13 @@ def _sharing(members, common: set) -> tuple[str, pd.DataFrame]:
 MATRICES = {"multiple choice": _subsumption, "BELIEF": _sharing}
 
 
-def comparisons(groups: dict, *, options: MetricsOptions, progress: bool = False
+def comparisons(groups: dict, *, options: MetricsOptions, progress: bool = False,
+                readings: dict | None = None
                 ) -> tuple[pd.DataFrame, list[tuple[str, pd.DataFrame]], list[str]]:
     """Paired tests between every two settings of one dataset and method family, and the
-    subsumption (multiple choice) or knowledge-sharing (BELIEF) matrices."""
+    subsumption (multiple choice) or knowledge-sharing (BELIEF) matrices, in the papers'
+    readings unless ``readings`` names another (``subsumption``: per-relation | pooled;
+    ``sharing_unit``: fact-template | prompt)."""
     from tqdm import tqdm
     tests, matrices, notes = [], [], []
     pairs = [(ds, family, x, y) for (ds, family), (members, _) in sorted(groups.items())
@@ -195,7 +204,7 @@ def comparisons(groups: dict, *, options: MetricsOptions, progress: bool = False
                       **t})
     for (ds, family), (members, common) in sorted(groups.items()):
         if family in MATRICES and common:
-            kind, m = MATRICES[family](members, common)
+            kind, m = MATRICES[family](members, common, readings or {})
             matrices.append((f"{kind}-{slug(ds)}", m))
     cols = ["dataset", "family", "a", "b", "n", "a_value", "b_value", "difference", "ci_low",
             "ci_high", "p_value", "a_only", "b_only"]
