@@ -15,6 +15,7 @@ import pandas as pd
 
 from builders.core.errors import UserError
 from evaluators.metrics.stats import rnd
+from evaluators.metrics.link_shuffle import shuffled
 from evaluators.metrics.validity import null_of, planted_model
 from evaluators.metrics.zp_lke import DEFAULT_K
 from probes.subject_blind import split_passes
@@ -101,6 +102,9 @@ class MethodMetrics:
     fact_tables: tuple[tuple[str, Callable], ...] = ()
     # figures of evaluators.report.plots the method's runs take part in
     plots: frozenset[str] = frozenset()
+    # why the link-shuffle null (evaluators/metrics/link_shuffle.py) cannot be computed from
+    # this method's rows; empty when it can
+    no_link_shuffle: str = ""
 
     def check(self, outputs: pd.DataFrame) -> None:
         """The stage and columns the metrics read must be there (a user error if not)."""
@@ -125,7 +129,30 @@ class MethodMetrics:
             metrics["planted_model"] = status
         if blind is not None:
             self._add_null(metrics, blind, planted, cfg, options)
+        if planted:
+            self._add_shuffle(metrics, own, planted, cfg, options)
         return metrics
+
+    def _add_shuffle(self, metrics: dict, own: pd.DataFrame, planted: dict, cfg,
+                     options: MetricsOptions) -> None:
+        """Every validity block's link-shuffle null: the same block with each fact scored
+        against another same-half fact's gold (:mod:`.link_shuffle`)."""
+        null, why = {}, self.no_link_shuffle
+        if not why:
+            rows = shuffled(own, planted, options.seed)
+            try:
+                self.check(rows)
+                null = self.compute(rows, planted, cfg, options=options)
+            except UserError as exc:
+                why = str(exc)
+        null_blocks = self.setting_blocks(null)
+        for setting, block in self.setting_blocks(metrics).items():
+            for name in self.validity_blocks:
+                if block.get(name):
+                    block[name]["link_shuffle"] = null_of(
+                        (null_blocks.get(setting) or {}).get(name),
+                        why or "no fact has another fact of its relation and half to "
+                               "take a gold from", what="the link-shuffle")
 
     def _add_null(self, metrics: dict, blind: pd.DataFrame, planted: dict | None, cfg,
                   options: MetricsOptions) -> None:

@@ -98,7 +98,7 @@ def _difference(split: pd.DataFrame, column: str, resamples: int, seed: int):
 FAMILIARITY_MARGIN = 0.1
 
 
-def null_of(blind_block: dict | None, why: str = "") -> dict:
+def null_of(blind_block: dict | None, why: str = "", what: str = "the subject-blind") -> dict:
     """The subject-blind null of a validity block: accuracy on each half and the AUROC of the
     same block computed on the null pass's rows (the same probe, the subject of every planted
     and held-out fact replaced by one made-up name). ``auroc`` is null, with ``reason``, when
@@ -120,12 +120,12 @@ def null_of(blind_block: dict | None, why: str = "") -> dict:
     """
     if not blind_block:
         return {"auroc": {"value": None, "ci_low": None, "ci_high": None},
-                "reason": why or "the subject-blind pass gave no planted or held-out fact"}
+                "reason": why or f"{what} pass gave no planted or held-out fact"}
     if _named_no_gold(blind_block):
         return {**{k: dict(blind_block[k]) for k in ("planted", "held_out")},
                 "auroc": {"value": None, "ci_low": None, "ci_high": None},
-                "reason": f"undefined: without the subject no planted or held-out fact's "
-                          f"answer matched the gold, every score is "
+                "reason": f"undefined: {what} pass named no planted or held-out fact's "
+                          f"gold, every score is "
                           f"{blind_block['constant_score']:g}, and ties alone would give 0.5"}
     return {k: dict(blind_block[k]) for k in ("planted", "held_out", "auroc")}
 

@@ -72,6 +72,7 @@ def validity_markdown(val_table: pd.DataFrame) -> str:
                                        x["difference_ci_high"]),
                      "AUROC": fmt(x["auroc_value"], x["auroc_ci_low"], x["auroc_ci_high"]),
                      "subject-blind AUROC": _null_cell(x),
+                     "link-shuffle AUROC": _shuffle_cell(x),
                      "n (planted / held-out)": f"{x['n_planted']} / {x['n_held_out']}",
                      "score": x["score_means"]})
     return table(pd.DataFrame(rows)) + familiarity_flags(val_table)
@@ -82,6 +83,26 @@ def _null_cell(x) -> str:
         return "no null pass" if _missing(x["null_reason"]) else "– (see notes)"
     cell = fmt(x["null_auroc_value"], x["null_auroc_ci_low"], x["null_auroc_ci_high"])
     return cell + " (!)" if _flagged(x) else cell
+
+
+def _shuffle_cell(x) -> str:
+    if _missing(x.get("shuffle_auroc_value")):
+        return "–" if _missing(x.get("shuffle_reason")) else "– (see notes)"
+    cell = fmt(x["shuffle_auroc_value"], x["shuffle_auroc_ci_low"], x["shuffle_auroc_ci_high"])
+    return cell + " (!)" if _shuffle_flagged(x) else cell
+
+
+def _shuffle_flagged(x) -> bool:
+    return not _missing(x.get("shuffle_flag")) and bool(x["shuffle_flag"])
+
+
+def shuffle_flag(x) -> str:
+    """The flag of a validity-table row whose link-shuffle null favours planted facts."""
+    return (f"link-shuffle null AUROC "
+            f"{fmt(x['shuffle_auroc_value'], x['shuffle_auroc_ci_low'], x['shuffle_auroc_ci_high'])}"
+            f" (validity AUROC {fmt(x['auroc_value'])}): scored against another fact's gold "
+            f"of the same relation and half, the probe still favours planted facts; it reads "
+            f"how familiar the answers or subjects are, not only the subject-object link.")
 
 
 def _flagged(x) -> bool:
@@ -99,6 +120,10 @@ def familiarity_flags(val_table: pd.DataFrame) -> str:
             lines.append(f"- **{where}**: {null_flag(x)}")
         elif _missing(x["null_auroc_value"]) and not _missing(x["null_reason"]):
             lines.append(f"- {where}: no subject-blind null ({x['null_reason']}).")
+        if _shuffle_flagged(x):
+            lines.append(f"- **{where}**: {shuffle_flag(x)}")
+        elif _missing(x.get("shuffle_auroc_value")) and not _missing(x.get("shuffle_reason")):
+            lines.append(f"- {where}: no link-shuffle null ({x['shuffle_reason']}).")
     if not lines:
         return ""
     return "\n" + "\n".join(lines) + "\n"
@@ -173,7 +198,10 @@ def render(runs, lb_md, rel_md, val_md, cmp_md, mat_md, figures, notes, cfg) -> 
               "subject-blind AUROC is the same probe with every planted and held-out subject "
               "replaced by one made-up name: it should be 0.5, and a block whose null is farther "
               f"than {FAMILIARITY_MARGIN} from it, with an interval that excludes 0.5, is "
-              "flagged (!) below the table, saying which half it favours "
+              "flagged (!) below the table, saying which half it favours. The link-shuffle "
+              "AUROC scores each fact against the gold of another fact of its relation and "
+              "half: a probe that reads the subject-object link gives 0.5 or less, and one "
+              "above (interval and all) is flagged (!) "
               "(docs/metrics/validity.md).", ""]
     lines += [f"> **Warning.** {w}" + "\n" for w in warnings]
     lines += [val_md,

@@ -75,11 +75,12 @@ def validity_table(runs: list[Run]) -> pd.DataFrame:
                                 for f in ("value", "ci_low", "ci_high")},
                              "n_planted": (v.get("planted") or {}).get("n"),
                              "n_held_out": (v.get("held_out") or {}).get("n"),
-                             **_null_columns(v.get("subject_blind"))})
+                             **_null_columns(v.get("subject_blind")),
+                             **_shuffle_columns(v.get("link_shuffle"))})
     cols = ["dataset", "method", "model", "setting", "estimator", "accuracy_means",
             "score_means"] + [f"{k}_{f}" for k in ("planted", "held_out", "difference", "auroc")
                               for f in ("value", "ci_low", "ci_high")] + \
-        ["n_planted", "n_held_out"] + NULL_COLUMNS
+        ["n_planted", "n_held_out"] + NULL_COLUMNS + SHUFFLE_COLUMNS
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -97,6 +98,26 @@ def _null_columns(null: dict | None) -> dict:
     return {"null_auroc_value": auroc.get("value"), "null_auroc_ci_low": auroc.get("ci_low"),
             "null_auroc_ci_high": auroc.get("ci_high"), "null_reason": null.get("reason"),
             "familiarity": null_leans(auroc) is not None, "null_leans": null_leans(auroc)}
+
+
+SHUFFLE_COLUMNS = ["shuffle_auroc_value", "shuffle_auroc_ci_low", "shuffle_auroc_ci_high",
+                   "shuffle_n", "shuffle_reason", "shuffle_flag"]
+
+
+def _shuffle_columns(null: dict | None) -> dict:
+    """The link-shuffle null of a validity block (evaluators/metrics/link_shuffle.py): its
+    AUROC, on how many facts, why it is missing, and whether it is flagged: only when it
+    favours planted facts (a probe that reads the link drops to 0.5 or below)."""
+    if not null:
+        return dict.fromkeys(SHUFFLE_COLUMNS)
+    auroc = null.get("auroc") or {}
+    n = [(null.get(k) or {}).get("n") for k in ("planted", "held_out")]
+    return {"shuffle_auroc_value": auroc.get("value"),
+            "shuffle_auroc_ci_low": auroc.get("ci_low"),
+            "shuffle_auroc_ci_high": auroc.get("ci_high"),
+            "shuffle_n": None if None in n else f"{n[0]} / {n[1]}",
+            "shuffle_reason": null.get("reason"),
+            "shuffle_flag": null_leans(auroc) == "planted"}
 
 
 # -------------------------------------------------------------------------- comparisons

@@ -93,7 +93,7 @@ def test_monitor_s_empty_null_is_undefined_with_its_reason_never_0_5(tmp_path):
     null = metrics["validity"]["subject_blind"]
     assert metrics["validity"]["auroc"]["value"] is not None
     assert null["auroc"] == {"value": None, "ci_low": None, "ci_high": None}
-    assert null["reason"].startswith("undefined: without the subject no planted or held-out")
+    assert null["reason"].startswith("undefined: the subject-blind pass named no planted or")
     assert "every score is 0" in null["reason"]
     assert null["planted"]["value"] == 0.0 and null["held_out"]["value"] == 0.0
     line = [ln for ln in text.splitlines() if "monitor on fktc" in ln and "undefined" in ln]

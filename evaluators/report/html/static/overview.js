@@ -64,6 +64,11 @@ function renderValidity() {
     {label: "subject-blind AUROC", cls: "num", value: (r) => r.null_auroc_value,
       cell: (r) => el("span", {"data-validity": "null_auroc", "data-value": r.null_auroc_value,
         class: r.familiarity ? "bad" : ""}, nullCell(r))},
+    {label: "link-shuffle AUROC", cls: "num", value: (r) => r.shuffle_auroc_value,
+      cell: (r) => el("span", {"data-validity": "shuffle_auroc",
+        "data-value": r.shuffle_auroc_value, class: r.shuffle_flag ? "bad" : ""},
+        r.shuffle_auroc_value === null ? (r.shuffle_reason ? "– (see below)" : "–")
+          : r.text.shuffle_auroc + (r.shuffle_flag ? " (!)" : ""))},
     {label: "n (planted / held-out)", cls: "num", value: (r) => r.n_planted,
       cell: (r) => `${r.n_planted ?? "–"} / ${r.n_held_out ?? "–"}`},
     {label: "score", value: (r) => r.score_means, cell: (r) => r.score_means || ""},
@@ -75,6 +80,10 @@ function renderValidity() {
       `: ${r.null_flag}`));
     else if (r.null_auroc_value === null && r.null_reason)
       $("validity-flags").append(el("li", {}, `${where}: no subject-blind null (${r.null_reason}).`));
+    if (r.shuffle_flag) $("validity-flags").append(el("li", {}, el("b", {}, where),
+      `: ${r.shuffle_flag}`));
+    else if (r.shuffle_auroc_value === null && r.shuffle_reason)
+      $("validity-flags").append(el("li", {}, `${where}: no link-shuffle null (${r.shuffle_reason}).`));
   }
   const pts = [];
   for (const r of rows) {
