@@ -65,7 +65,7 @@ def belief_metrics(outputs: pd.DataFrame, planted: dict | None, cfg, *,
             rel, tid = sorted(missing)[0]
             raise UserError(f"template {tid} ({rel}) has no content-free rows: "
                             f"outputs.parquet is missing rows; rerun 'factprobe eval belief'")
-        out["bias"] = B.bias_level(cf)
+        out["bias"] = B.bias_level(cf, cfg_value(cfg, "bias_renormalise", "each"))
     facts = rows.groupby(["relation_id", "fact_id"], sort=True).agg(
         correct=("correct", "mean"), gold_prob=("gold_prob", "mean")).reset_index()
     out["validity"] = validity(facts, planted, column="correct", score="gold_prob",
