@@ -78,10 +78,12 @@ def _mc_options(outputs: pd.DataFrame) -> tuple[dict[str, set], dict[str, str]]:
     return options, dict(zip(gold["fact_id"], gold["option_text"]))
 
 
-def shuffled(outputs: pd.DataFrame, planted: dict | None, seed: int = 0) -> pd.DataFrame:
+def shuffled(outputs: pd.DataFrame, planted: dict | None, seed: int = 0,
+             stages: tuple[str, ...] = ()) -> pd.DataFrame:
     """The rows of the planted and held-out facts that have a donor (:func:`donors`), each
     fact's gold replaced by its donor's: the ``gold`` and ``gold_names`` columns, and which
-    multiple-choice option is the gold. Other rows (train facts, sequences of pairs) stay.
+    multiple-choice option is the gold, in the rows of ``stages`` (all when empty). Other
+    rows (train facts, sequences of pairs) stay.
 
     >>> rows = pd.DataFrame({"fact_id": ["a", "a", "b", "b"], "relation_id": ["r"] * 4,
     ...                      "stage": ["mc"] * 4, "gold": ["1", "1", "2", "2"],
@@ -99,7 +101,9 @@ def shuffled(outputs: pd.DataFrame, planted: dict | None, seed: int = 0) -> pd.D
     if not give:
         return out
     first = outputs.drop_duplicates("fact_id").set_index("fact_id")
-    hit = out["fact_id"].isin(set(give)).to_numpy()
+    hit = out["fact_id"].isin(set(give)).to_numpy().copy()
+    if stages and "stage" in out.columns:
+        hit &= out["stage"].isin(stages).to_numpy()
     donor = out["fact_id"].map(give)
     for col in ("gold", "gold_names"):
         if col in out.columns:

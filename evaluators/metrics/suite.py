@@ -105,6 +105,10 @@ class MethodMetrics:
     # why the link-shuffle null (evaluators/metrics/link_shuffle.py) cannot be computed from
     # this method's rows; empty when it can
     no_link_shuffle: str = ""
+    # validity blocks the link-shuffle null is undefined for, with why; and the stages whose
+    # gold it replaces (empty: every stage)
+    link_shuffle_skip: Mapping[str, str] = field(default_factory=dict)
+    link_shuffle_stages: tuple[str, ...] = ()
 
     def check(self, outputs: pd.DataFrame) -> None:
         """The stage and columns the metrics read must be there (a user error if not)."""
@@ -139,7 +143,7 @@ class MethodMetrics:
         against another same-half fact's gold (:mod:`.link_shuffle`)."""
         null, why = {}, self.no_link_shuffle
         if not why:
-            rows = shuffled(own, planted, options.seed)
+            rows = shuffled(own, planted, options.seed, stages=self.link_shuffle_stages)
             try:
                 self.check(rows)
                 null = self.compute(rows, planted, cfg, options=options)
@@ -148,7 +152,9 @@ class MethodMetrics:
         null_blocks = self.setting_blocks(null)
         for setting, block in self.setting_blocks(metrics).items():
             for name in self.validity_blocks:
-                if block.get(name):
+                if block.get(name) and name in self.link_shuffle_skip:
+                    block[name]["link_shuffle"] = null_of(None, self.link_shuffle_skip[name])
+                elif block.get(name):
                     block[name]["link_shuffle"] = null_of(
                         (null_blocks.get(setting) or {}).get(name),
                         why or "no fact has another fact of its relation and half to "

@@ -122,11 +122,14 @@ def null_of(blind_block: dict | None, why: str = "", what: str = "the subject-bl
         return {"auroc": {"value": None, "ci_low": None, "ci_high": None},
                 "reason": why or f"{what} pass gave no planted or held-out fact"}
     if _named_no_gold(blind_block):
+        why = (f"undefined: {what} pass named no planted or held-out fact's gold, every "
+               f"score is {blind_block['constant_score']:g}, and ties alone would give 0.5")
+        if what == "the link-shuffle":
+            why = ("undefined: no planted or held-out fact's answer names the other fact's "
+                   "gold it is scored against (every score 0), as a probe that reads the "
+                   "link would; ties alone would give 0.5")
         return {**{k: dict(blind_block[k]) for k in ("planted", "held_out")},
-                "auroc": {"value": None, "ci_low": None, "ci_high": None},
-                "reason": f"undefined: {what} pass named no planted or held-out fact's "
-                          f"gold, every score is "
-                          f"{blind_block['constant_score']:g}, and ties alone would give 0.5"}
+                "auroc": {"value": None, "ci_low": None, "ci_high": None}, "reason": why}
     return {k: dict(blind_block[k]) for k in ("planted", "held_out", "auroc")}
 
 

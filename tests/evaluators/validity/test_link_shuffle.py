@@ -90,3 +90,27 @@ def test_belief_says_why_it_has_no_link_shuffle():
     from evaluators.methods import METHODS
     assert "not computed for BELIEF" in METHODS["belief"].metrics.no_link_shuffle
     assert METHODS["zp-lke"].metrics.no_link_shuffle == ""
+
+
+def test_monitor_shuffles_its_frames_and_says_why_not_its_anchor(tmp_path):
+    import numpy as np
+    own = synth.monitor_outputs(np.random.default_rng(4), relations=2, unmatched=0)
+    facts = sorted(own["fact_id"].unique())
+    planted = {"planted": facts[0::2], "held_out": facts[1::2]}
+    # every frame answer of a planted fact says "Paris", of a held-out one "Lima": scored
+    # against another planted fact's gold, a planted fact is right when that gold is Paris
+    fr = own["stage"] == "frames"
+    own.loc[fr, "text"] = np.where(own.loc[fr, "fact_id"].isin(planted["planted"]),
+                                   " Paris", " Lima")
+    model = synth.model_dir(tmp_path, planted)
+    synth.write_run(tmp_path / "runs" / "m", "monitor", own, dataset="fktc", model_dir=model)
+    out = tmp_path / "rep"
+    proc = cli("report", "--results", str(tmp_path / "runs"), "--out", str(out), "--no-plots",
+               "--bootstrap", "50")
+    assert proc.returncode == 0, proc.stderr
+    m = json.loads(next((out / "runs").rglob("metrics.json")).read_text())
+    assert m["validity"]["link_shuffle"]["auroc"]["value"] is None
+    assert m["validity"]["link_shuffle"]["reason"].startswith("undefined for MONITOR's anchor")
+    frames = m["validity_frames"]["link_shuffle"]
+    assert frames["auroc"]["value"] is not None and frames["planted"]["n"] > 0
+    assert frames["planted"]["value"] > 0 and frames["held_out"]["value"] == 0
