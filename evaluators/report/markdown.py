@@ -181,8 +181,7 @@ def render(runs, lb_md, rel_md, val_md, cmp_md, mat_md, figures, notes, cfg) -> 
              f"{len(runs)} run(s). Intervals are 95% bootstrap intervals over facts "
              f"({o.resamples} resamples, seed {o.seed}, facts resampled within relations); "
              f"p-values come from a paired sign-flip test over the facts both settings share. "
-             f"See docs/metrics/ for every definition.", "",
-             ""]
+             f"See docs/metrics/ for every definition.", ""]
     warnings = planted_warnings(runs)
     # at the top: a half-taught planted model is read at a glance, before any number
     lines += [f"> **Warning.** {w}" + "\n" for w in warnings]
