@@ -96,6 +96,12 @@ def run_method(method_name: str, args, method_cfg) -> str:
     status = planted_model(planted)
     if status is not None:
         plan = replace(plan, info=plan.info | {"planted_model": status})
+    kind = KINDS.get(backend_cfg.kind)
+    if planted is not None and kind is not None and "score" in kind.capabilities:
+        # the subject-only check (probes/subject_only.py, two short requests per fact): part
+        # of the probe's own pass, so the null pass below does not repeat it
+        from probes.subject_only import with_subject_only
+        plan = with_subject_only(plan, tables["facts"], planted)
     if planted is not None and args.subject_blind:
         from probes.subject_blind import with_null_pass
         plan = with_null_pass(plan, tables, planted,

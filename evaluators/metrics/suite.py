@@ -16,6 +16,8 @@ import pandas as pd
 from builders.core.errors import UserError
 from evaluators.metrics.stats import rnd
 from evaluators.metrics.link_shuffle import shuffled
+from evaluators.metrics.validity import subject_only_block
+from probes.subject_only import subject_scores
 from evaluators.metrics.validity import null_of, planted_model
 from evaluators.metrics.zp_lke import DEFAULT_K
 from probes.subject_blind import split_passes
@@ -135,7 +137,21 @@ class MethodMetrics:
             self._add_null(metrics, blind, planted, cfg, options)
         if planted:
             self._add_shuffle(metrics, own, planted, cfg, options)
+            self._add_subject_only(metrics, own, planted, options)
         return metrics
+
+    def _add_subject_only(self, metrics: dict, own: pd.DataFrame, planted: dict,
+                          options: MetricsOptions) -> None:
+        """Every validity block's subject-only check (probes/subject_only.py): the AUROC of
+        each subject-only score between the halves, when the run asked for them."""
+        scores = subject_scores(own)
+        if scores.empty:
+            return
+        check = subject_only_block(scores, planted, options.resamples, options.seed)
+        for block in self.setting_blocks(metrics).values():
+            for name in self.validity_blocks:
+                if block.get(name):
+                    block[name]["subject_only"] = check
 
     def _add_shuffle(self, metrics: dict, own: pd.DataFrame, planted: dict, cfg,
                      options: MetricsOptions) -> None:

@@ -244,3 +244,26 @@ def planted_warning(status: dict | None, where: str) -> str:
             f"accuracy {got}{need}{after} (planted.json: converged false). Its validity "
             f"figures measure a half-taught model, not the methods. What to do: "
             f"{status.get('what_to_do')}.")
+
+
+def subject_only_block(scores: pd.DataFrame, planted: dict, resamples: int = 1000,
+                       seed: int = 0) -> dict:
+    """The subject-only check (probes/subject_only.py): per score read from the subject
+    alone, its mean on each half and its AUROC between them. It should be 0.5; one off
+    (:func:`null_leans`, either way) says the subject alone tells planted from held-out facts.
+
+    >>> s = pd.DataFrame({"fact_id": list("abcd"), "relation_id": ["r"] * 4,
+    ...                   "period_after_subject": [-1.0, -2.0, -1.5, -0.5],
+    ...                   "subject_likelihood": [-3.0, -3.0, -3.0, -3.0]})
+    >>> b = subject_only_block(s, {"planted": ["a", "b"], "held_out": ["c", "d"]}, 0)
+    >>> b["period_after_subject"]["auroc"]["value"], b["subject_likelihood"]["auroc"]["value"]
+    (0.25, 0.5)
+    """
+    out = {}
+    for name in ("period_after_subject", "subject_likelihood"):
+        v = validity(scores.dropna(subset=[name]), planted, column=name, score=name,
+                     resamples=resamples, seed=seed)
+        if v:
+            out[name] = {k: v[k] for k in ("planted", "held_out", "auroc")}
+            out[name]["leans"] = null_leans(v["auroc"])
+    return out

@@ -73,6 +73,7 @@ def validity_markdown(val_table: pd.DataFrame) -> str:
                      "AUROC": fmt(x["auroc_value"], x["auroc_ci_low"], x["auroc_ci_high"]),
                      "subject-blind AUROC": _null_cell(x),
                      "link-shuffle AUROC": _shuffle_cell(x),
+                     "subject-only AUROC ('.' / own)": _subject_cell(x),
                      "n (planted / held-out)": f"{x['n_planted']} / {x['n_held_out']}",
                      "score": x["score_means"]})
     return table(pd.DataFrame(rows)) + familiarity_flags(val_table)
@@ -90,6 +91,31 @@ def _shuffle_cell(x) -> str:
         return "–" if _missing(x.get("shuffle_reason")) else "– (see notes)"
     cell = fmt(x["shuffle_auroc_value"], x["shuffle_auroc_ci_low"], x["shuffle_auroc_ci_high"])
     return cell + " (!)" if _shuffle_flagged(x) else cell
+
+
+def _subject_cell(x) -> str:
+    cells = []
+    for short in ("period", "own"):
+        v = x.get(f"{short}_auroc_value")
+        cells.append("–" if _missing(v) else fmt(v, x[f"{short}_auroc_ci_low"],
+                                                  x[f"{short}_auroc_ci_high"]))
+    if cells == ["–", "–"]:
+        return "–"
+    flagged = not _missing(x.get("subject_only_leans"))
+    return " / ".join(cells) + (" (!)" if flagged else "")
+
+
+def subject_flag(x) -> str:
+    """The flag of a validity-table row whose subject-only check is off."""
+    names = {"period": 'log P("." | subject)', "own": "the subject's own likelihood"}
+    parts = []
+    for item in str(x["subject_only_leans"]).split(","):
+        short, lean = item.split(":")
+        parts.append(f"{names[short]} (AUROC {fmt(x[f'{short}_auroc_value'])}) favours "
+                     f"{'planted' if lean == 'planted' else 'held-out'} subjects")
+    return ("subject-only check: " + "; ".join(parts) + ". The subject alone tells the "
+            "halves apart: an estimator that reads the subject (confidence, entropy) can "
+            "pass this validity check without measuring the link.")
 
 
 def _shuffle_flagged(x) -> bool:
@@ -122,6 +148,8 @@ def familiarity_flags(val_table: pd.DataFrame) -> str:
             lines.append(f"- {where}: no subject-blind null ({x['null_reason']}).")
         if _shuffle_flagged(x):
             lines.append(f"- **{where}**: {shuffle_flag(x)}")
+        if not _missing(x.get("subject_only_leans")):
+            lines.append(f"- **{where}**: {subject_flag(x)}")
         elif _missing(x.get("shuffle_auroc_value")) and not _missing(x.get("shuffle_reason")):
             lines.append(f"- {where}: no link-shuffle null ({x['shuffle_reason']}).")
     if not lines:
@@ -200,7 +228,9 @@ def render(runs, lb_md, rel_md, val_md, cmp_md, mat_md, figures, notes, cfg) -> 
               "flagged (!) below the table, saying which half it favours. The link-shuffle "
               "AUROC scores each fact against the gold of another fact of its relation and "
               "half: a probe that reads the subject-object link gives 0.5 or less, and one "
-              "above (interval and all) is flagged (!) "
+              "above (interval and all) is flagged (!). The subject-only AUROCs read the "
+              "subject alone (log P(\".\" | subject) and its own likelihood): 0.5, or "
+              "flagged (!) "
               "(docs/metrics/validity.md).", ""]
     lines += [f"> **Warning.** {w}" + "\n" for w in warnings]
     lines += [val_md,

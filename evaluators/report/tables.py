@@ -76,11 +76,12 @@ def validity_table(runs: list[Run]) -> pd.DataFrame:
                              "n_planted": (v.get("planted") or {}).get("n"),
                              "n_held_out": (v.get("held_out") or {}).get("n"),
                              **_null_columns(v.get("subject_blind")),
-                             **_shuffle_columns(v.get("link_shuffle"))})
+                             **_shuffle_columns(v.get("link_shuffle")),
+                             **_subject_only_columns(v.get("subject_only"))})
     cols = ["dataset", "method", "model", "setting", "estimator", "accuracy_means",
             "score_means"] + [f"{k}_{f}" for k in ("planted", "held_out", "difference", "auroc")
                               for f in ("value", "ci_low", "ci_high")] + \
-        ["n_planted", "n_held_out"] + NULL_COLUMNS + SHUFFLE_COLUMNS
+        ["n_planted", "n_held_out"] + NULL_COLUMNS + SHUFFLE_COLUMNS + SUBJECT_COLUMNS
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -118,6 +119,27 @@ def _shuffle_columns(null: dict | None) -> dict:
             "shuffle_n": None if None in n else f"{n[0]} / {n[1]}",
             "shuffle_reason": null.get("reason"),
             "shuffle_flag": null_leans(auroc) == "planted"}
+
+
+SUBJECT_SCORES = {"period_after_subject": "period", "subject_likelihood": "own"}
+SUBJECT_COLUMNS = [f"{short}_auroc_{f}" for short in SUBJECT_SCORES.values()
+                   for f in ("value", "ci_low", "ci_high")] + ["subject_only_leans"]
+
+
+def _subject_only_columns(check: dict | None) -> dict:
+    """The subject-only check of a validity block (probes/subject_only.py): the AUROC of
+    log P("." | subject) (``period_*``) and of the subject's own likelihood (``own_*``), and
+    which of them is off and which way (``subject_only_leans``: "period:planted", ...)."""
+    out = dict.fromkeys(SUBJECT_COLUMNS)
+    leans = []
+    for name, short in SUBJECT_SCORES.items():
+        auroc = ((check or {}).get(name) or {}).get("auroc") or {}
+        for f in ("value", "ci_low", "ci_high"):
+            out[f"{short}_auroc_{f}"] = auroc.get(f)
+        if null_leans(auroc):
+            leans.append(f"{short}:{null_leans(auroc)}")
+    out["subject_only_leans"] = ",".join(leans) or None
+    return out
 
 
 # -------------------------------------------------------------------------- comparisons

@@ -69,6 +69,10 @@ function renderValidity() {
         "data-value": r.shuffle_auroc_value, class: r.shuffle_flag ? "bad" : ""},
         r.shuffle_auroc_value === null ? (r.shuffle_reason ? "– (see below)" : "–")
           : r.text.shuffle_auroc + (r.shuffle_flag ? " (!)" : ""))},
+    {label: "subject-only AUROC ('.' / own)", cls: "num", value: (r) => r.period_auroc_value,
+      cell: (r) => el("span", {"data-validity": "subject_only", class: r.subject_flag ? "bad" : ""},
+        r.period_auroc_value === null && r.own_auroc_value === null ? "–"
+          : `${r.text.period_auroc} / ${r.text.own_auroc}` + (r.subject_flag ? " (!)" : ""))},
     {label: "n (planted / held-out)", cls: "num", value: (r) => r.n_planted,
       cell: (r) => `${r.n_planted ?? "–"} / ${r.n_held_out ?? "–"}`},
     {label: "score", value: (r) => r.score_means, cell: (r) => r.score_means || ""},
@@ -80,6 +84,8 @@ function renderValidity() {
       `: ${r.null_flag}`));
     else if (r.null_auroc_value === null && r.null_reason)
       $("validity-flags").append(el("li", {}, `${where}: no subject-blind null (${r.null_reason}).`));
+    if (r.subject_flag) $("validity-flags").append(el("li", {}, el("b", {}, where),
+      `: ${r.subject_flag}`));
     if (r.shuffle_flag) $("validity-flags").append(el("li", {}, el("b", {}, where),
       `: ${r.shuffle_flag}`));
     else if (r.shuffle_auroc_value === null && r.shuffle_reason)
