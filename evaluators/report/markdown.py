@@ -124,8 +124,9 @@ def _shuffle_flagged(x) -> bool:
 
 def shuffle_flag(x) -> str:
     """The flag of a validity-table row whose link-shuffle null favours planted facts."""
-    return (f"link-shuffle null AUROC "
-            f"{fmt(x['shuffle_auroc_value'], x['shuffle_auroc_ci_low'], x['shuffle_auroc_ci_high'])}"
+    auroc = fmt(x["shuffle_auroc_value"], x["shuffle_auroc_ci_low"],
+                x["shuffle_auroc_ci_high"])
+    return (f"link-shuffle null AUROC {auroc}"
             f" (validity AUROC {fmt(x['auroc_value'])}): scored against another fact's gold "
             f"of the same relation and half, the probe still favours planted facts; it reads "
             f"how familiar the answers or subjects are, not only the subject-object link.")
