@@ -158,6 +158,9 @@ def plan(facts: pd.DataFrame, cfg: ZPLKEConfig) -> Plan:
     mc, gen, pos = [], [], []
     skipped: dict[str, str] = {}
     has_split = "split" in facts.columns and (facts["split"] != "").any()
+    if has_split and cfg.example_pool is not None:
+        raise UserError("--example-pool is for a dataset without a train/test split (Nobel); "
+                        "this one has a split, whose train facts are the examples: drop it")
     for relation in sorted(facts["relation_id"].unique()):
         rel_facts = facts[facts["relation_id"] == relation]
         if has_split:

@@ -74,3 +74,10 @@ def test_several_seeds_and_counts_run_on_nobel(tmp_path, tiny_causal_dir):
     a = pd.read_parquet(tmp_path / "out" / "outputs.parquet")
     b = pd.read_parquet(tmp_path / "out2" / "outputs.parquet")
     assert set(a["fact_id"]) == set(b["fact_id"])
+
+
+def test_a_pool_on_a_dataset_with_a_split_is_refused():
+    from builders.core.errors import UserError
+    from tests.probes.engine.test_runner import facts_many
+    with pytest.raises(UserError, match="without a train/test split"):
+        plan(facts_many(), ZPLKEConfig(n_examples=(3,), example_pool=6, response_tokens=0))
