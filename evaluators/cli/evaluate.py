@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from builders.core.argtypes import positive, relation_list
 from builders.core.errors import UserError
@@ -79,6 +80,7 @@ def run_method(method_name: str, args, method_cfg) -> str:
     from evaluators.methods import METHODS, load_tables
     from probes.backends import KINDS
     from probes.engine.runner import EvalConfig, dataset_info, run_eval, select_facts
+    from evaluators.metrics.validity import planted_model, planted_warning
     from probes.planting.plant import load_planted
     method = METHODS[method_name]
     backend_cfg = replace(_backend_config(args), kind=method.probe.backend)
@@ -91,6 +93,15 @@ def run_method(method_name: str, args, method_cfg) -> str:
                      progress=not args.quiet, too_long=args.too_long)
     plan = method.probe.plan(tables, method_cfg)
     planted = load_planted(args.model)
+    status = planted_model(planted)
+    if status is not None:
+        plan = replace(plan, info=plan.info | {"planted_model": status})
+    kind = KINDS.get(backend_cfg.kind)
+    if planted is not None and kind is not None and "score" in kind.capabilities:
+        # the subject-only check (probes/subject_only.py, two short requests per fact): part
+        # of the probe's own pass, so the null pass below does not repeat it
+        from probes.subject_only import with_subject_only
+        plan = with_subject_only(plan, tables["facts"], planted)
     if planted is not None and args.subject_blind:
         from probes.subject_blind import with_null_pass
         plan = with_null_pass(plan, tables, planted,
@@ -106,6 +117,8 @@ def run_method(method_name: str, args, method_cfg) -> str:
         # the headline numbers, per relation, and what was skipped and why (on stdout)
         from evaluators.cli.results_table import print_results
         print_results(method.metrics, out)
+    if out is not None and not args.quiet and planted_warning(status, args.model):
+        print(f"factprobe eval: warning: {planted_warning(status, args.model)}", file=sys.stderr)
     null = plan.info.get("subject_blind")
     if out is None and null:                 # --dry-run: its count included the null pass
         return (f"of which {sum(null['requests_per_stage'].values())} ask about the "

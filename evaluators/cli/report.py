@@ -51,6 +51,15 @@ def register(subparsers, common) -> None:
                         "always compared on the facts they share, and report.md says so")
     p.add_argument("--planted", help="planted.json to use for every run (default: the one "
                    "beside each run's model)")
+    p.add_argument("--subsumption", choices=("per-relation", "pooled"), default="per-relation",
+                   help="ZP-LKE subsumption matrix: eta within each relation, averaged over "
+                        "relations, as the paper's Tables 2 and 11 (per-relation, default), "
+                        "or one eta over all facts (pooled)")
+    p.add_argument("--sharing-unit", choices=("fact-template", "prompt"),
+                   default="fact-template",
+                   help="BELIEF knowledge-sharing unit: covered facts per template, as the "
+                        "paper's Sec. 7 (fact-template, default), or every (fact, template, "
+                        "subject name) prompt (prompt)")
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
     p.add_argument("--html", action="store_true", help="also write index.html: the explorer "
                    "page (leaderboard, validity, heatmaps, each fact's prompts and answers); "
@@ -67,5 +76,6 @@ def _run(args) -> str:
                                     metrics=args.metrics, options=opts,
                                     common_facts=args.common_facts, planted=args.planted,
                                     plots=not args.no_plots, progress=not args.quiet,
-                                    html=args.html))
+                                    html=args.html, subsumption=args.subsumption,
+                                    sharing_unit=args.sharing_unit))
     return f"wrote {out}/report.md" + (f" and {out}/index.html" if args.html else "")

@@ -294,13 +294,26 @@ def _entropy_bias(p: np.ndarray) -> float:
     return float(1 - h / math.log(k))
 
 
-def bias_level(content_free: pd.DataFrame) -> dict:
+def bias_level(content_free: pd.DataFrame, renormalise: str = "each") -> dict:
     """Bias level (Sec. 5.4) from content-free prompts ("N/A", "", "?" in place of the subject):
     per template, each input's probabilities over the relation's single-token candidate
     objects (NaN ones dropped, the same set for every template of the relation) are
     renormalised and averaged over the inputs; bias = 1 - H / H_max (H_max = log K).
     Single-prompt bias is the mean over templates, multi-prompt bias the bias of the
-    template-averaged distribution. Overall numbers average the relations.
+    template-averaged distribution. Overall numbers average the relations. The paper
+    ("ensembling the distribution over prompts with three content-free tokens", footnote 12)
+    does not say when to renormalise: ``each`` renormalises every input's distribution
+    before averaging (an input that puts little mass on the candidates counts as much as
+    one that puts much), ``after`` averages the raw probabilities and renormalises once.
+
+    An input with (0.3, 0.1) and one with (0.01, 0.03) over two candidates: ``each`` gives
+    (0.75 + 0.25, 0.25 + 0.75) / 2 = (0.5, 0.5), bias 0; ``after`` gives (0.31, 0.13) /
+    0.44, bias 1 - H(0.7045, 0.2955) / log 2 = 0.1243.
+
+    >>> two = pd.DataFrame({"relation_id": ["r"] * 2, "template_id": ["t", "t"],
+    ...                     "candidate_probs": [[0.3, 0.1], [0.01, 0.03]]})
+    >>> bias_level(two)["single_prompt"], bias_level(two, "after")["single_prompt"]
+    (0.0, 0.1243)
 
     >>> cf = pd.DataFrame({"relation_id": ["r"] * 2, "template_id": ["t1", "t2"],
     ...     "candidate_probs": [[0.5, 0.0, float("nan")], [0.0, 0.5, float("nan")]]})
@@ -321,8 +334,10 @@ def bias_level(content_free: pd.DataFrame) -> dict:
             q = p[valid]
             if k < 2 or q.sum() <= 0:
                 continue
-            dists.setdefault(tid, []).append(q / q.sum())
+            dists.setdefault(tid, []).append(q / q.sum() if renormalise == "each" else q)
         templates = {t: np.mean(v, axis=0) for t, v in sorted(dists.items())}
+        if renormalise == "after":
+            templates = {t: v / v.sum() for t, v in templates.items()}
         if not templates:
             per[rel] = {"single_prompt": None, "multi_prompt": None, "templates": 0,
                         "candidates": k}

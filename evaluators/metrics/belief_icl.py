@@ -14,7 +14,7 @@ from evaluators.metrics import lemmas
 from evaluators.metrics.stats import summarise
 
 
-def icl_correct(output: str, gold_names) -> bool:
+def icl_correct(output: str, gold_names, mode: str = "contiguous") -> bool:
     """The greedy output names a gold object: some gold name's lemmas occur, in order, among
     the output's (one-directional).
 
@@ -23,7 +23,7 @@ def icl_correct(output: str, gold_names) -> bool:
     >>> icl_correct(" guitars", ["a guitar"]), icl_correct(" a guitar", ["guitars"])
     (False, True)
     """
-    return lemmas.matches_gold(str(output or ""), list(gold_names))
+    return lemmas.matches_gold(str(output or ""), list(gold_names), mode)
 
 
 def one_word(text: str) -> bool:
@@ -37,7 +37,7 @@ def one_word(text: str) -> bool:
     return len(t.split()) == 1
 
 
-def icl_rows(outputs: pd.DataFrame) -> pd.DataFrame:
+def icl_rows(outputs: pd.DataFrame, mode: str = "contiguous") -> pd.DataFrame:
     """Greedy rows with ``prediction`` (the text), ``correct`` (lemma match, one-directional)
     and ``one_word``.
 
@@ -51,12 +51,13 @@ def icl_rows(outputs: pd.DataFrame) -> pd.DataFrame:
     texts = [str(t) if isinstance(t, str) else "" for t in rows["text"]]
     lemmas.warm(texts + [g for names in rows["gold_names"] for g in names])
     return rows.assign(prediction=texts,
-                       correct=[float(icl_correct(t, g)) for t, g in zip(texts,
-                                                                         rows["gold_names"])],
+                       correct=[float(icl_correct(t, g, mode))
+                                for t, g in zip(texts, rows["gold_names"])],
                        one_word=[float(one_word(t)) for t in texts])
 
 
-def sample_confidence(outputs: pd.DataFrame, greedy: pd.DataFrame) -> pd.DataFrame:
+def sample_confidence(outputs: pd.DataFrame, greedy: pd.DataFrame,
+                      mode: str = "contiguous") -> pd.DataFrame:
     """Per sampled prompt: confidence = share of its samples that match its greedy answer
     (two-directional), with the greedy answer's correctness, and ``gold_share`` = share of
     samples that name the gold (one-directional).
@@ -86,9 +87,9 @@ def sample_confidence(outputs: pd.DataFrame, greedy: pd.DataFrame) -> pd.DataFra
             continue
         r = ref.loc[(ctx, fid, pid)]
         texts = [str(t) if isinstance(t, str) else "" for t in g["text"]]
-        same = [lemmas.same_answer(r["prediction"], t) for t in texts]
+        same = [lemmas.same_answer(r["prediction"], t, mode) for t in texts]
         gold = list(g["gold_names"].iloc[0])
-        hits = [lemmas.matches_gold(t, gold) for t in texts]
+        hits = [lemmas.matches_gold(t, gold, mode) for t in texts]
         rows.append({"context": ctx, "prompt_id": pid, "relation_id": r["relation_id"],
                      "fact_id": fid, "confidence": float(np.mean(same)),
                      "correct": float(r["correct"]), "gold_share": float(np.mean(hits)),

@@ -115,6 +115,25 @@ def covered_units(rows: pd.DataFrame) -> set:
     return set(zip(hit["fact_id"], hit["template_id"], hit["subject_name"]))
 
 
+def sharing_units(units: set, unit: str = "fact-template") -> set:
+    """The units of the knowledge sharing rate from a run's correctly answered prompts
+    (:func:`covered_units`). ``fact-template`` (the paper, Sec. 7: "We first collect the
+    correctly predicted facts for each template, defining these as the model's covered
+    facts"): a (fact, template) is covered when one of its subject names is answered
+    correctly. ``prompt``: every (fact, template, subject name) on its own, so a fact with
+    many aliases weighs more.
+
+    >>> u = {("a", "t1", "X"), ("a", "t1", "Y"), ("b", "t1", "Z")}
+    >>> sorted(sharing_units(u)), len(sharing_units(u, "prompt"))
+    ([('a', 't1'), ('b', 't1')], 3)
+    """
+    if unit == "prompt":
+        return set(units)
+    if unit == "fact-template":
+        return {u[:2] for u in units}
+    raise ValueError(f"sharing unit {unit!r}: fact-template or prompt")
+
+
 def sharing_rate(covered_a, covered_b) -> float:
     """Knowledge sharing rate of A with B (Sec. 7, Fig. 2): |covered(A) and covered(B)| /
     |covered(A)| (NaN when A covers nothing).

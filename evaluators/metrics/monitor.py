@@ -117,7 +117,11 @@ def anchors(outputs: pd.DataFrame) -> pd.DataFrame:
                         "rerun 'factprobe eval monitor' into an empty folder")
     n_tok = [len(t) if t is not None else 0 for t in a["token_ids"]] \
         if "token_ids" in a.columns else [1] * len(a)
-    matched = [anchor_matched(t, g, n) for t, g, n in zip(a["text"], a["gold"], n_tok)]
+    # the probe scored the object of every anchor its rule (--anchor-match) accepted: a fact
+    # with an object row matched, whichever rule the run used
+    scored = set(outputs.loc[outputs["stage"] == "object", "fact_id"])
+    matched = [anchor_matched(t, g, n) or f in scored
+               for t, g, n, f in zip(a["text"], a["gold"], n_tok, a["fact_id"])]
     plus = object_probs(outputs, {f for f, m in zip(a["fact_id"], matched) if m})
     prob = [float(plus[f].mean()) if m and len(plus[f]) else 0.0
             for f, m in zip(a["fact_id"], matched)]

@@ -15,7 +15,10 @@ import pandas as pd
 
 from builders.core.errors import UserError
 from evaluators.metrics.stats import rnd
-from evaluators.metrics.validity import null_of
+from evaluators.metrics.link_shuffle import shuffled
+from evaluators.metrics.validity import subject_only_block
+from probes.subject_only import subject_scores
+from evaluators.metrics.validity import null_of, planted_model
 from evaluators.metrics.zp_lke import DEFAULT_K
 from probes.subject_blind import split_passes
 
@@ -101,6 +104,13 @@ class MethodMetrics:
     fact_tables: tuple[tuple[str, Callable], ...] = ()
     # figures of evaluators.report.plots the method's runs take part in
     plots: frozenset[str] = frozenset()
+    # why the link-shuffle null (evaluators/metrics/link_shuffle.py) cannot be computed from
+    # this method's rows; empty when it can
+    no_link_shuffle: str = ""
+    # validity blocks the link-shuffle null is undefined for, with why; and the stages whose
+    # gold it replaces (empty: every stage)
+    link_shuffle_skip: Mapping[str, str] = field(default_factory=dict)
+    link_shuffle_stages: tuple[str, ...] = ()
 
     def check(self, outputs: pd.DataFrame) -> None:
         """The stage and columns the metrics read must be there (a user error if not)."""
@@ -120,9 +130,51 @@ class MethodMetrics:
         own, blind = split_passes(outputs)
         self.check(own)
         metrics = self.compute(own, planted, cfg, options=options)
+        status = planted_model(planted)
+        if status is not None:          # a half-taught model makes every validity look weak
+            metrics["planted_model"] = status
         if blind is not None:
             self._add_null(metrics, blind, planted, cfg, options)
+        if planted:
+            self._add_shuffle(metrics, own, planted, cfg, options)
+            self._add_subject_only(metrics, own, planted, options)
         return metrics
+
+    def _add_subject_only(self, metrics: dict, own: pd.DataFrame, planted: dict,
+                          options: MetricsOptions) -> None:
+        """Every validity block's subject-only check (probes/subject_only.py): the AUROC of
+        each subject-only score between the halves, when the run asked for them."""
+        scores = subject_scores(own)
+        if scores.empty:
+            return
+        check = subject_only_block(scores, planted, options.resamples, options.seed)
+        for block in self.setting_blocks(metrics).values():
+            for name in self.validity_blocks:
+                if block.get(name):
+                    block[name]["subject_only"] = check
+
+    def _add_shuffle(self, metrics: dict, own: pd.DataFrame, planted: dict, cfg,
+                     options: MetricsOptions) -> None:
+        """Every validity block's link-shuffle null: the same block with each fact scored
+        against another same-half fact's gold (:mod:`.link_shuffle`)."""
+        null, why = {}, self.no_link_shuffle
+        if not why:
+            rows = shuffled(own, planted, options.seed, stages=self.link_shuffle_stages)
+            try:
+                self.check(rows)
+                null = self.compute(rows, planted, cfg, options=options)
+            except UserError as exc:
+                why = str(exc)
+        null_blocks = self.setting_blocks(null)
+        for setting, block in self.setting_blocks(metrics).items():
+            for name in self.validity_blocks:
+                if block.get(name) and name in self.link_shuffle_skip:
+                    block[name]["link_shuffle"] = null_of(None, self.link_shuffle_skip[name])
+                elif block.get(name):
+                    block[name]["link_shuffle"] = null_of(
+                        (null_blocks.get(setting) or {}).get(name),
+                        why or "no fact has another fact of its relation and half to "
+                               "take a gold from", what="the link-shuffle")
 
     def _add_null(self, metrics: dict, blind: pd.DataFrame, planted: dict | None, cfg,
                   options: MetricsOptions) -> None:

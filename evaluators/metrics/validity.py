@@ -64,6 +64,10 @@ def validity(per_fact: pd.DataFrame, planted: dict | None, *, column: str = "cor
     neg = split.loc[split["planted"] == "held_out", sc].to_numpy(dtype=float)
     lo, hi = auroc_interval(pos, neg, resamples=resamples, seed=seed)
     out["auroc"] = {"value": rnd(auroc(pos, neg)), "ci_low": rnd(lo), "ci_high": rnd(hi)}
+    both = np.concatenate([pos, neg])
+    if len(both) and np.all(both == both[0]):
+        # one score for every fact: the AUROC is 0.5 by ties, whatever the probe does
+        out["constant_score"] = rnd(float(both[0]))
     if accuracy_means:
         out["accuracy_means"] = accuracy_means
     if score_means:
@@ -88,38 +92,178 @@ def _difference(split: pd.DataFrame, column: str, resamples: int, seed: int):
     return _interval(means["planted"] - means["held_out"], 0.95)
 
 
-# How far from 0.5 a subject-blind null AUROC may be before the report says the estimator
-# separates the halves by answer familiarity (docs/metrics/validity.md).
+# How far from 0.5 a null AUROC may be before the report flags it (docs/metrics/validity.md):
+# the point estimate must leave 0.4-0.6 and its interval must exclude 0.5, so that a null
+# resting on few facts (0.36 [0.21, 0.51]) is not flagged on its point estimate alone.
 FAMILIARITY_MARGIN = 0.1
 
 
-def null_of(blind_block: dict | None, why: str = "") -> dict:
+def null_of(blind_block: dict | None, why: str = "", what: str = "the subject-blind") -> dict:
     """The subject-blind null of a validity block: accuracy on each half and the AUROC of the
     same block computed on the null pass's rows (the same probe, the subject of every planted
     and held-out fact replaced by one made-up name). ``auroc`` is null, with ``reason``, when
-    the null pass gave no such block.
+    the null pass gave no such block, or when it named no gold for any fact and so scored
+    every fact the same (MONITOR without the subject: no anchor equals the gold, every score
+    0): its AUROC would be 0.5 by ties alone, whatever the probe does, and could never be
+    flagged.
 
-    >>> null_of({"planted": {"value": 0.9, "ci_low": 0.8, "ci_high": 1.0, "n": 4},
-    ...          "held_out": {"value": 0.1, "ci_low": 0.0, "ci_high": 0.2, "n": 4},
-    ...          "difference": {"value": 0.8}, "auroc": {"value": 0.5, "ci_low": 0.3,
-    ...          "ci_high": 0.7}, "score_means": "p"})["auroc"]
+    >>> half = {"value": 0.5, "ci_low": 0.3, "ci_high": 0.7, "n": 4}
+    >>> null_of({"planted": half, "held_out": half, "difference": {"value": 0.0},
+    ...          "auroc": {"value": 0.5, "ci_low": 0.3, "ci_high": 0.7},
+    ...          "score_means": "p"})["auroc"]
     {'value': 0.5, 'ci_low': 0.3, 'ci_high': 0.7}
     >>> null_of({}, "no anchor")
     {'auroc': {'value': None, 'ci_low': None, 'ci_high': None}, 'reason': 'no anchor'}
+    >>> zero = {"value": 0.0, "ci_low": 0.0, "ci_high": 0.0, "n": 4}
+    >>> null_of({"planted": zero, "held_out": zero, "constant_score": 0.0,
+    ...          "auroc": {"value": 0.5, "ci_low": 0.5, "ci_high": 0.5}})["auroc"]["value"]
     """
     if not blind_block:
         return {"auroc": {"value": None, "ci_low": None, "ci_high": None},
-                "reason": why or "the subject-blind pass gave no planted or held-out fact"}
+                "reason": why or f"{what} pass gave no planted or held-out fact"}
+    if _named_no_gold(blind_block):
+        why = (f"undefined: {what} pass named no planted or held-out fact's gold, every "
+               f"score is {blind_block['constant_score']:g}, and ties alone would give 0.5")
+        if what == "the link-shuffle":
+            why = ("undefined: no planted or held-out fact's answer names the other fact's "
+                   "gold it is scored against (every score 0), as a probe that reads the "
+                   "link would; ties alone would give 0.5")
+        return {**{k: dict(blind_block[k]) for k in ("planted", "held_out")},
+                "auroc": {"value": None, "ci_low": None, "ci_high": None}, "reason": why}
     return {k: dict(blind_block[k]) for k in ("planted", "held_out", "auroc")}
 
 
-def familiar(null_auroc: float | None, margin: float = FAMILIARITY_MARGIN) -> bool:
-    """True when a subject-blind null AUROC is farther than ``margin`` from chance: the
-    estimator separates planted from held-out facts without the subject.
+def _named_no_gold(block: dict) -> bool:
+    # a score of 0 for every fact with no gold named: nothing was measured (a graded score
+    # that ties, such as one multiple-choice probability for every fact, is a measurement)
+    return (block.get("constant_score") == 0
+            and all((block.get(k) or {}).get("value") == 0 for k in ("planted", "held_out")))
+
+
+def null_leans(auroc: dict | None, margin: float = FAMILIARITY_MARGIN) -> str | None:
+    """Which half a null favours, when it is off: ``"planted"`` (the probe without the link
+    still scores planted facts higher: answer familiarity), ``"held_out"`` (it scores
+    held-out ones higher), or None. Off means the point estimate is farther than ``margin``
+    from 0.5 and the interval excludes 0.5 (no interval: the point estimate alone).
+
+    >>> null_leans({"value": 0.778, "ci_low": 0.733, "ci_high": 0.821})
+    'planted'
+    >>> null_leans({"value": 0.36, "ci_low": 0.212, "ci_high": 0.505}) is None
+    True
+    >>> null_leans({"value": 0.3, "ci_low": 0.2, "ci_high": 0.45})
+    'held_out'
+    >>> null_leans({"value": 0.55, "ci_low": 0.51, "ci_high": 0.6}), null_leans(None)
+    (None, None)
+    """
+    v = (auroc or {}).get("value")
+    if v is None or np.isnan(v) or abs(v - 0.5) <= margin:
+        return None
+    lo, hi = auroc.get("ci_low"), auroc.get("ci_high")
+    if v > 0.5:
+        return "planted" if lo is None or np.isnan(lo) or lo > 0.5 else None
+    return "held_out" if hi is None or np.isnan(hi) or hi < 0.5 else None
+
+
+def familiar(null_auroc, margin: float = FAMILIARITY_MARGIN) -> bool:
+    """True when a null is off (:func:`null_leans`); takes the AUROC block, or a bare point
+    estimate (no interval).
 
     >>> familiar(0.9), familiar(0.5), familiar(0.35), familiar(0.6), familiar(None)
     (True, False, True, False, False)
+    >>> familiar({"value": 0.36, "ci_low": 0.212, "ci_high": 0.505})
+    False
     """
-    if null_auroc is None or np.isnan(null_auroc):
-        return False
-    return abs(null_auroc - 0.5) > margin
+    if not isinstance(null_auroc, dict):
+        null_auroc = {"value": null_auroc}
+    return null_leans(null_auroc, margin) is not None
+
+
+LEANS = {"planted": "favours planted facts: without the subject it still scores the taught "
+                    "facts' answers higher (answer familiarity)",
+         "held_out": "favours held-out facts: without the subject it scores the untaught "
+                     "facts' answers higher"}
+
+
+def planted_model(planted: dict | None) -> dict | None:
+    """Whether the planted model learned what it was taught, from its ``planted.json``
+    (``converged``, the last teacher-forced accuracy on the planted facts, the target, the
+    epochs): carried into every run and report that uses the model, because a model that did
+    not learn its planted facts makes every method's validity look weak. None for a
+    planted.json that does not say (written by hand, or by an older factprobe).
+
+    >>> s = planted_model({"converged": False, "planted_accuracy": [0.5, 0.708],
+    ...                    "epochs_run": 40, "config": {"target_accuracy": 0.9,
+    ...                                                 "max_epochs": 40}})
+    >>> s["converged"], s["planted_accuracy"], s["target_accuracy"], s["epochs_run"]
+    (False, 0.708, 0.9, 40)
+    >>> s["what_to_do"].split(":")[0]
+    'plant it again until planted.json says converged'
+    >>> planted_model({"converged": True, "planted_accuracy": [0.95]})["what_to_do"]
+    ''
+    >>> planted_model({"planted": []}) is None
+    True
+    """
+    if not isinstance(planted, dict) or not isinstance(planted.get("converged"), bool):
+        return None
+    acc = planted.get("planted_accuracy")
+    last = acc[-1] if isinstance(acc, list) and acc else acc
+    cfg = planted.get("config") if isinstance(planted.get("config"), dict) else {}
+    out = {"converged": planted["converged"],
+           "planted_accuracy": last if isinstance(last, (int, float)) else None,
+           "target_accuracy": cfg.get("target_accuracy"),
+           "epochs_run": planted.get("epochs_run"), "max_epochs": cfg.get("max_epochs"),
+           "what_to_do": ""}
+    if not out["converged"]:
+        out["what_to_do"] = (
+            "plant it again until planted.json says converged: true (factprobe plant "
+            "--max-epochs, a higher --lr; in a DVC project plant.max_epochs in params.yaml), "
+            "then rerun the evaluations; until then every validity figure understates "
+            "what the methods can see")
+    return out
+
+
+def planted_warning(status: dict | None, where: str) -> str:
+    """The one line the report puts at its top and beside the validity table for a planted
+    model that did not learn its planted facts; empty for one that did.
+
+    >>> planted_warning({"converged": False, "planted_accuracy": 0.708,
+    ...                  "target_accuracy": 0.9, "epochs_run": 40, "what_to_do": "do X"},
+    ...                 "models/planted")[:80]
+    'The planted model models/planted did not learn its planted facts: teacher-forced'
+    >>> planted_warning({"converged": True}, "m")
+    ''
+    """
+    if not status or status.get("converged", True):
+        return ""
+    acc, target = status.get("planted_accuracy"), status.get("target_accuracy")
+    got = f"{acc:.3f}" if isinstance(acc, (int, float)) else "unknown"
+    need = f" < target {target}" if target is not None else ""
+    epochs = status.get("epochs_run")
+    after = f" after {epochs} epochs" if epochs is not None else ""
+    return (f"The planted model {where} did not learn its planted facts: teacher-forced "
+            f"accuracy {got}{need}{after} (planted.json: converged false). Its validity "
+            f"figures measure a half-taught model, not the methods. What to do: "
+            f"{status.get('what_to_do')}.")
+
+
+def subject_only_block(scores: pd.DataFrame, planted: dict, resamples: int = 1000,
+                       seed: int = 0) -> dict:
+    """The subject-only check (probes/subject_only.py): per score read from the subject
+    alone, its mean on each half and its AUROC between them. It should be 0.5; one off
+    (:func:`null_leans`, either way) says the subject alone tells planted from held-out facts.
+
+    >>> s = pd.DataFrame({"fact_id": list("abcd"), "relation_id": ["r"] * 4,
+    ...                   "period_after_subject": [-1.0, -2.0, -1.5, -0.5],
+    ...                   "subject_likelihood": [-3.0, -3.0, -3.0, -3.0]})
+    >>> b = subject_only_block(s, {"planted": ["a", "b"], "held_out": ["c", "d"]}, 0)
+    >>> b["period_after_subject"]["auroc"]["value"], b["subject_likelihood"]["auroc"]["value"]
+    (0.25, 0.5)
+    """
+    out = {}
+    for name in ("period_after_subject", "subject_likelihood"):
+        v = validity(scores.dropna(subset=[name]), planted, column=name, score=name,
+                     resamples=resamples, seed=seed)
+        if v:
+            out[name] = {k: v[k] for k in ("planted", "held_out", "auroc")}
+            out[name]["leans"] = null_leans(v["auroc"])
+    return out

@@ -82,6 +82,9 @@ class ReportConfig:
     plots: bool = True
     progress: bool = True
     html: bool = False                    # also index.html + explorer/ (evaluators/report/html)
+    # the papers' readings of the matrices by default; the others are named options
+    subsumption: str = "per-relation"     # ZP-LKE Tables 2 and 11 | pooled
+    sharing_unit: str = "fact-template"   # BELIEF Sec. 7 | prompt
 
 
 def _csv(frame: pd.DataFrame, path: Path) -> None:
@@ -111,7 +114,9 @@ def build_report(cfg: ReportConfig) -> Path:
     board = leaderboard(runs, selected)
     rel_table = per_relation_table(runs)
     val_table = validity_table(runs)
-    tests, matrices, skipped = comparisons(groups, options=cfg.options, progress=bar)
+    tests, matrices, skipped = comparisons(
+        groups, options=cfg.options, progress=bar,
+        readings={"subsumption": cfg.subsumption, "sharing_unit": cfg.sharing_unit})
     notes.extend(skipped)
     for r in runs:                  # what each run left out, and why (as 'factprobe eval' said)
         notes.extend(f"{r.key}: {line}" for line in skipped_lines(r.metrics, r.info))

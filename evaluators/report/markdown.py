@@ -1,12 +1,19 @@
 """The report's Markdown: each table of :mod:`.tables` as GitHub tables, and ``report.md``."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 from builders.core.markdown import escape, fmt, table
 from builders.core.markdown import missing as _missing
 from evaluators.methods import METHODS
-from evaluators.metrics.validity import FAMILIARITY_MARGIN
+from evaluators.metrics.validity import (
+    FAMILIARITY_MARGIN,
+    LEANS,
+    planted_model,
+    planted_warning,
+)
 from evaluators.report.tables import setting_name_s
 
 
@@ -65,6 +72,8 @@ def validity_markdown(val_table: pd.DataFrame) -> str:
                                        x["difference_ci_high"]),
                      "AUROC": fmt(x["auroc_value"], x["auroc_ci_low"], x["auroc_ci_high"]),
                      "subject-blind AUROC": _null_cell(x),
+                     "link-shuffle AUROC": _shuffle_cell(x),
+                     "subject-only AUROC ('.' / own)": _subject_cell(x),
                      "n (planted / held-out)": f"{x['n_planted']} / {x['n_held_out']}",
                      "score": x["score_means"]})
     return table(pd.DataFrame(rows)) + familiarity_flags(val_table)
@@ -77,27 +86,90 @@ def _null_cell(x) -> str:
     return cell + " (!)" if _flagged(x) else cell
 
 
+def _shuffle_cell(x) -> str:
+    if _missing(x.get("shuffle_auroc_value")):
+        return "–" if _missing(x.get("shuffle_reason")) else "– (see notes)"
+    cell = fmt(x["shuffle_auroc_value"], x["shuffle_auroc_ci_low"], x["shuffle_auroc_ci_high"])
+    return cell + " (!)" if _shuffle_flagged(x) else cell
+
+
+def _subject_cell(x) -> str:
+    cells = []
+    for short in ("period", "own"):
+        v = x.get(f"{short}_auroc_value")
+        cells.append("–" if _missing(v) else fmt(v, x[f"{short}_auroc_ci_low"],
+                                                  x[f"{short}_auroc_ci_high"]))
+    if cells == ["–", "–"]:
+        return "–"
+    flagged = not _missing(x.get("subject_only_leans"))
+    return " / ".join(cells) + (" (!)" if flagged else "")
+
+
+def subject_flag(x) -> str:
+    """The flag of a validity-table row whose subject-only check is off."""
+    names = {"period": 'log P("." | subject)', "own": "the subject's own likelihood"}
+    parts = []
+    for item in str(x["subject_only_leans"]).split(","):
+        short, lean = item.split(":")
+        parts.append(f"{names[short]} (AUROC {fmt(x[f'{short}_auroc_value'])}) favours "
+                     f"{'planted' if lean == 'planted' else 'held-out'} subjects")
+    return ("subject-only check: " + "; ".join(parts) + ". The subject alone tells the "
+            "halves apart: an estimator that reads the subject (confidence, entropy) can "
+            "pass this validity check without measuring the link.")
+
+
+def _shuffle_flagged(x) -> bool:
+    return not _missing(x.get("shuffle_flag")) and bool(x["shuffle_flag"])
+
+
+def shuffle_flag(x) -> str:
+    """The flag of a validity-table row whose link-shuffle null favours planted facts."""
+    auroc = fmt(x["shuffle_auroc_value"], x["shuffle_auroc_ci_low"],
+                x["shuffle_auroc_ci_high"])
+    return (f"link-shuffle null AUROC {auroc}"
+            f" (validity AUROC {fmt(x['auroc_value'])}): scored against another fact's gold "
+            f"of the same relation and half, the probe still favours planted facts; it reads "
+            f"how familiar the answers or subjects are, not only the subject-object link.")
+
+
 def _flagged(x) -> bool:
     return not _missing(x["familiarity"]) and bool(x["familiarity"])
 
 
 def familiarity_flags(val_table: pd.DataFrame) -> str:
-    """One line per validity block whose subject-blind null AUROC is farther than
-    FAMILIARITY_MARGIN from 0.5, and one per block whose null could not be computed."""
+    """One line per validity block whose subject-blind null is off (:func:`null_flag`), and
+    one per block whose null could not be computed or is undefined."""
     lines = []
     for _, x in val_table.iterrows():
         where = escape(f"{x['method']} on {x['dataset']}, "
                        f"{setting_name_s(x['model'], x['setting'])}, {x['estimator']}")
         if _flagged(x):
-            lines.append(f"- **{where}**: subject-blind null AUROC {fmt(x['null_auroc_value'])} "
-                         f"(validity AUROC {fmt(x['auroc_value'])}), farther than "
-                         f"{FAMILIARITY_MARGIN} from 0.5. Answer familiarity: this estimator "
-                         f"separates planted from held-out facts without the subject.")
+            lines.append(f"- **{where}**: {null_flag(x)}")
         elif _missing(x["null_auroc_value"]) and not _missing(x["null_reason"]):
             lines.append(f"- {where}: no subject-blind null ({escape(x['null_reason'])}).")
+        if _shuffle_flagged(x):
+            lines.append(f"- **{where}**: {shuffle_flag(x)}")
+        if not _missing(x.get("subject_only_leans")):
+            lines.append(f"- **{where}**: {subject_flag(x)}")
+        elif _missing(x.get("shuffle_auroc_value")) and not _missing(x.get("shuffle_reason")):
+            lines.append(f"- {where}: no link-shuffle null ({escape(x['shuffle_reason'])}).")
     if not lines:
         return ""
     return "\n" + "\n".join(lines) + "\n"
+
+
+def null_flag(x) -> str:
+    """The flag of one validity-table row whose subject-blind null is off: the null with its
+    interval, and which half the subject-free probe favours (report.md and index.html)."""
+    lean = x.get("null_leans")
+    if _missing(lean):
+        lean = "planted" if float(x["null_auroc_value"]) > 0.5 else "held_out"
+    return (f"subject-blind null AUROC "
+            f"{fmt(x['null_auroc_value'], x['null_auroc_ci_low'], x['null_auroc_ci_high'])} "
+            f"(validity AUROC {fmt(x['auroc_value'])}): outside "
+            f"{0.5 - FAMILIARITY_MARGIN:g}-{0.5 + FAMILIARITY_MARGIN:g} with an interval that "
+            f"excludes 0.5. The probe {LEANS[lean]}; the validity AUROC overstates what it "
+            f"measures of the model's knowledge.")
 
 
 def comparisons_markdown(tests: pd.DataFrame) -> str:
@@ -116,14 +188,33 @@ def matrix_markdown(name: str, m: pd.DataFrame) -> str:
         lambda v: fmt(v) if isinstance(v, float) else v))
 
 
+def planted_warnings(runs) -> list[str]:
+    """One line per planted model (planted.json) of the runs that did not learn its planted
+    facts, naming the runs that use it."""
+    by_file: dict[str, list] = {}
+    for r in runs:
+        if r.planted_path and planted_warning(planted_model(r.planted), ""):
+            by_file.setdefault(r.planted_path, []).append(r)
+    out = []
+    for path, members in sorted(by_file.items()):
+        where = str(Path(path).parent)
+        used = ", ".join(sorted(f"{r.method} on {r.dataset}" for r in members))
+        out.append(planted_warning(planted_model(members[0].planted), where)
+                   + f" Runs that use it: {used}.")
+    return out
+
+
 def render(runs, lb_md, rel_md, val_md, cmp_md, mat_md, figures, notes, cfg) -> str:
     o = cfg.options
     lines = ["# factprobe report", "",
              f"{len(runs)} run(s). Intervals are 95% bootstrap intervals over facts "
              f"({o.resamples} resamples, seed {o.seed}, facts resampled within relations); "
              f"p-values come from a paired sign-flip test over the facts both settings share. "
-             f"See docs/metrics/ for every definition.", "",
-             "## Runs", ""]
+             f"See docs/metrics/ for every definition.", ""]
+    warnings = planted_warnings(runs)
+    # at the top: a half-taught planted model is read at a glance, before any number
+    lines += [f"> **Warning.** {w}" + "\n" for w in warnings]
+    lines += ["## Runs", ""]
     runs_tab = pd.DataFrame([{"dataset": r.dataset, "method": r.method, "model": r.label,
                               "run folder": str(r.path), "rows": len(r.outputs),
                               "planted.json": r.planted_path or "–"} for r in runs])
@@ -133,13 +224,30 @@ def render(runs, lb_md, rel_md, val_md, cmp_md, mat_md, figures, notes, cfg) -> 
               "(held-out), and the AUROC of each method's per-fact score between the two. "
               "A valid estimator scores planted facts far above held-out ones. The "
               "subject-blind AUROC is the same probe with every planted and held-out subject "
-              "replaced by one made-up name: it should be 0.5, and a block farther than "
-              f"{FAMILIARITY_MARGIN} from it is flagged (!) below the table "
-              "(docs/metrics/validity.md).", "", val_md,
+              "replaced by one made-up name: it should be 0.5, and a block whose null is farther "
+              f"than {FAMILIARITY_MARGIN} from it, with an interval that excludes 0.5, is "
+              "flagged (!) below the table, saying which half it favours. The link-shuffle "
+              "AUROC scores each fact against the gold of another fact of its relation and "
+              "half: a probe that reads the subject-object link gives 0.5 or less, and one "
+              "above (interval and all) is flagged (!). The subject-only AUROCs read the "
+              "subject alone (log P(\".\" | subject) and its own likelihood): 0.5, or "
+              "flagged (!) "
+              "(docs/metrics/validity.md).", ""]
+    lines += [f"> **Warning.** {w}" + "\n" for w in warnings]
+    lines += [val_md,
               "## Comparisons", "", cmp_md]
     if mat_md:
-        lines += ["Subsumption eta(row | column) = share of the row's known facts the column "
-                  "also knows; sharing rate = the same over correctly answered prompts.", ""]
+        sub = {"per-relation": "computed within each relation and averaged over the "
+                               "relations where the row knows a fact (the ZP-LKE paper's "
+                               "Tables 2 and 11)",
+               "pooled": "pooled over all facts (--subsumption pooled)"}[cfg.subsumption]
+        unit = {"fact-template": "a (fact, template) counts once, answered under any of its "
+                                 "subject names (the BELIEF paper's Sec. 7)",
+                "prompt": "every (fact, template, subject name) prompt counts "
+                          "(--sharing-unit prompt)"}[cfg.sharing_unit]
+        lines += [f"Subsumption eta(row | column) = share of the row's known facts the column "
+                  f"also knows, {sub}; sharing rate = share of the row's covered facts the "
+                  f"column also covers, where {unit}.", ""]
         lines += mat_md
     lines += ["## Per relation", "", rel_md or "_(none)_\n"]
     if figures:

@@ -12,7 +12,7 @@ from builders.core.errors import UserError
 from builders.core.markdown import slug
 from evaluators.metrics.stats import paired_test, rnd
 from evaluators.metrics.suite import MetricsOptions
-from evaluators.metrics.validity import familiar
+from evaluators.metrics.validity import null_leans
 from evaluators.report.runs import Run
 
 
@@ -75,28 +75,71 @@ def validity_table(runs: list[Run]) -> pd.DataFrame:
                                 for f in ("value", "ci_low", "ci_high")},
                              "n_planted": (v.get("planted") or {}).get("n"),
                              "n_held_out": (v.get("held_out") or {}).get("n"),
-                             **_null_columns(v.get("subject_blind"))})
+                             **_null_columns(v.get("subject_blind")),
+                             **_shuffle_columns(v.get("link_shuffle")),
+                             **_subject_only_columns(v.get("subject_only"))})
     cols = ["dataset", "method", "model", "setting", "estimator", "accuracy_means",
             "score_means"] + [f"{k}_{f}" for k in ("planted", "held_out", "difference", "auroc")
                               for f in ("value", "ci_low", "ci_high")] + \
-        ["n_planted", "n_held_out"] + NULL_COLUMNS
+        ["n_planted", "n_held_out"] + NULL_COLUMNS + SHUFFLE_COLUMNS + SUBJECT_COLUMNS
     return pd.DataFrame(rows, columns=cols)
 
 
 NULL_COLUMNS = ["null_auroc_value", "null_auroc_ci_low", "null_auroc_ci_high", "null_reason",
-                "familiarity"]
+                "familiarity", "null_leans"]
 
 
 def _null_columns(null: dict | None) -> dict:
     """The subject-blind null of a validity block (evaluators/metrics/validity.py): its AUROC,
-    why it is missing, and whether it flags answer familiarity. All empty for a run without
-    the null pass."""
+    why it is missing, whether it is off (its interval, not only its point, away from 0.5) and
+    which half it favours. All empty for a run without the null pass."""
     if not null:
         return dict.fromkeys(NULL_COLUMNS)
     auroc = null.get("auroc") or {}
     return {"null_auroc_value": auroc.get("value"), "null_auroc_ci_low": auroc.get("ci_low"),
             "null_auroc_ci_high": auroc.get("ci_high"), "null_reason": null.get("reason"),
-            "familiarity": familiar(auroc.get("value"))}
+            "familiarity": null_leans(auroc) is not None, "null_leans": null_leans(auroc)}
+
+
+SHUFFLE_COLUMNS = ["shuffle_auroc_value", "shuffle_auroc_ci_low", "shuffle_auroc_ci_high",
+                   "shuffle_n", "shuffle_reason", "shuffle_flag"]
+
+
+def _shuffle_columns(null: dict | None) -> dict:
+    """The link-shuffle null of a validity block (evaluators/metrics/link_shuffle.py): its
+    AUROC, on how many facts, why it is missing, and whether it is flagged: only when it
+    favours planted facts (a probe that reads the link drops to 0.5 or below)."""
+    if not null:
+        return dict.fromkeys(SHUFFLE_COLUMNS)
+    auroc = null.get("auroc") or {}
+    n = [(null.get(k) or {}).get("n") for k in ("planted", "held_out")]
+    return {"shuffle_auroc_value": auroc.get("value"),
+            "shuffle_auroc_ci_low": auroc.get("ci_low"),
+            "shuffle_auroc_ci_high": auroc.get("ci_high"),
+            "shuffle_n": None if None in n else f"{n[0]} / {n[1]}",
+            "shuffle_reason": null.get("reason"),
+            "shuffle_flag": null_leans(auroc) == "planted"}
+
+
+SUBJECT_SCORES = {"period_after_subject": "period", "subject_likelihood": "own"}
+SUBJECT_COLUMNS = [f"{short}_auroc_{f}" for short in SUBJECT_SCORES.values()
+                   for f in ("value", "ci_low", "ci_high")] + ["subject_only_leans"]
+
+
+def _subject_only_columns(check: dict | None) -> dict:
+    """The subject-only check of a validity block (probes/subject_only.py): the AUROC of
+    log P("." | subject) (``period_*``) and of the subject's own likelihood (``own_*``), and
+    which of them is off and which way (``subject_only_leans``: "period:planted", ...)."""
+    out = dict.fromkeys(SUBJECT_COLUMNS)
+    leans = []
+    for name, short in SUBJECT_SCORES.items():
+        auroc = ((check or {}).get(name) or {}).get("auroc") or {}
+        for f in ("value", "ci_low", "ci_high"):
+            out[f"{short}_auroc_{f}"] = auroc.get(f)
+        if null_leans(auroc):
+            leans.append(f"{short}:{null_leans(auroc)}")
+    out["subject_only_leans"] = ",".join(leans) or None
+    return out
 
 
 # -------------------------------------------------------------------------- comparisons
@@ -150,17 +193,23 @@ def coverage_notes(groups: dict) -> list[str]:
     return lines
 
 
-def _subsumption(members, common: set) -> tuple[str, pd.DataFrame]:
+def _subsumption(members, common: set, readings: dict) -> tuple[str, pd.DataFrame]:
     from evaluators.metrics.zp_lke import subsumption_matrix
     known = {n: set(f.loc[(f["fact_id"].isin(common)) & (f["known"] > 0), "fact_id"])
              for n, _, f in members}
-    return "subsumption", subsumption_matrix(known).round(4)
+    relation_of = {}
+    for _, _, f in members:
+        relation_of.update(zip(f["fact_id"], f["relation_id"]))
+    return "subsumption", subsumption_matrix(
+        known, relation_of, reading=readings.get("subsumption", "per-relation")).round(4)
 
 
-def _sharing(members, common: set) -> tuple[str, pd.DataFrame]:
+def _sharing(members, common: set, readings: dict) -> tuple[str, pd.DataFrame]:
     from evaluators.metrics.belief import sharing_rate
+    from evaluators.metrics.coverage import sharing_units
     names = [n for n, _, _ in members]
-    units = {n: {u for u in f.attrs.get("units", set()) if u[0] in common}
+    unit = readings.get("sharing_unit", "fact-template")
+    units = {n: sharing_units({u for u in f.attrs.get("units", set()) if u[0] in common}, unit)
              for n, _, f in members}
     return "sharing", pd.DataFrame([[sharing_rate(units[a], units[b]) for b in names]
                                     for a in names], index=names, columns=names).round(4)
@@ -171,10 +220,13 @@ def _sharing(members, common: set) -> tuple[str, pd.DataFrame]:
 MATRICES = {"multiple choice": _subsumption, "BELIEF": _sharing}
 
 
-def comparisons(groups: dict, *, options: MetricsOptions, progress: bool = False
+def comparisons(groups: dict, *, options: MetricsOptions, progress: bool = False,
+                readings: dict | None = None
                 ) -> tuple[pd.DataFrame, list[tuple[str, pd.DataFrame]], list[str]]:
     """Paired tests between every two settings of one dataset and method family, and the
-    subsumption (multiple choice) or knowledge-sharing (BELIEF) matrices."""
+    subsumption (multiple choice) or knowledge-sharing (BELIEF) matrices, in the papers'
+    readings unless ``readings`` names another (``subsumption``: per-relation | pooled;
+    ``sharing_unit``: fact-template | prompt)."""
     from tqdm import tqdm
     tests, matrices, notes = [], [], []
     pairs = [(ds, family, x, y) for (ds, family), (members, _) in sorted(groups.items())
@@ -195,7 +247,7 @@ def comparisons(groups: dict, *, options: MetricsOptions, progress: bool = False
                       **t})
     for (ds, family), (members, common) in sorted(groups.items()):
         if family in MATRICES and common:
-            kind, m = MATRICES[family](members, common)
+            kind, m = MATRICES[family](members, common, readings or {})
             matrices.append((f"{kind}-{slug(ds)}", m))
     cols = ["dataset", "family", "a", "b", "n", "a_value", "b_value", "difference", "ci_low",
             "ci_high", "p_value", "a_only", "b_only"]

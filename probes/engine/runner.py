@@ -259,7 +259,8 @@ def _run(cfg: EvalConfig, plan: Plan, method_cfg, dataset_info: dict, metrics_fn
         "backend": described["backend"],
         "model": described["model"] | {"identity": checkpoints.digest},
         "dataset": dataset_info,
-        "plan": plan.info | {"too_long": counts, "skipped_relations": plan.skipped},
+        "plan": {k: v for k, v in plan.info.items() if k != "planted_model"}
+        | {"too_long": counts, "skipped_relations": plan.skipped},
         "versions": _versions(),
         "timings_s": checkpoints.timings(),
         "tokens": checkpoints.tokens(),
@@ -267,6 +268,8 @@ def _run(cfg: EvalConfig, plan: Plan, method_cfg, dataset_info: dict, metrics_fn
         "executor": runner.info(),
         "rows": len(outputs),
     }
+    if plan.info.get("planted_model") is not None:   # whether the planted model learned
+        run["planted_model"] = plan.info["planted_model"]
     if executor.shard:
         write_shard(out, run, prompts, record, checkpoints.folder, executor.shard)
     else:

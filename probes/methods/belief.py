@@ -39,6 +39,9 @@ class BeliefConfig:
     max_names: int | None = None      # subject names per pair (label first)
     match: str = "exact"              # top-1 vs gold: exact token (paper) | normalised
     coverage_subject: str = "best"    # Maximum coverage: best subject name (paper) | mean
+    # bias level (Sec. 5.4, footnote 12): each content-free input's candidate distribution
+    # renormalised before the three are averaged (each), or averaged raw, then renormalised
+    bias_renormalise: str = "each"
 
 
 def masked(template: str, subject: str) -> str:
@@ -92,6 +95,11 @@ def add_flags(p: argparse.ArgumentParser) -> None:
                    help="top-1 token vs gold: the same token (the paper; default) or equal "
                         "after lower-casing and dropping punctuation and the word-start mark")
     g.add_argument("--max-names", type=positive, help="subject names per pair (label first)")
+    g.add_argument("--bias-renormalise", choices=("each", "after"), default="each",
+                   help="bias level (Sec. 5.4, footnote 12): renormalise each content-free "
+                        "input's distribution over the candidates, then average the three "
+                        "(each, default), or average the raw probabilities, then "
+                        "renormalise (after)")
     add_metric_flags(g)
 
 
@@ -104,7 +112,8 @@ def add_metric_flags(g) -> None:
 
 def from_args(args: argparse.Namespace) -> BeliefConfig:
     return BeliefConfig(top_k=args.top_k, max_names=args.max_names, match=args.match,
-                        coverage_subject=args.coverage_subject)
+                        coverage_subject=args.coverage_subject,
+                        bias_renormalise=args.bias_renormalise)
 
 
 PROBE = Probe(

@@ -58,6 +58,9 @@ class BeliefICLConfig:
     max_names: int | None = None
     seed: int = 0
     coverage_subject: str = "best"     # Maximum coverage: best subject name (paper) | mean
+    # lemma lists "included in the other" (Sec. 3.2): as a contiguous run (contiguous) or
+    # every lemma present in any order (any-order)
+    lemma_match: str = "contiguous"
 
 
 def parse_context(name: str) -> tuple[int, str]:
@@ -217,13 +220,18 @@ def add_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--max-names", type=positive, help="subject names per pair (label first)")
     g.add_argument("--seed", type=count, default=0)
     add_metric_flags(g)
+    g.add_argument("--lemma-match", choices=("contiguous", "any-order"), default="contiguous",
+                   help="when one lemma list is 'included in the other' (Sec. 3.2): as a "
+                        "contiguous run, in order (contiguous, default), or every lemma "
+                        "present in any order (any-order)")
 
 
 def from_args(args: argparse.Namespace) -> BeliefICLConfig:
     return BeliefICLConfig(contexts=args.contexts, style=args.style, samples=args.samples,
                            sample_prompts=args.sample_prompts,
                            max_new_tokens=args.max_new_tokens, max_names=args.max_names,
-                           seed=args.seed, coverage_subject=args.coverage_subject)
+                           seed=args.seed, coverage_subject=args.coverage_subject,
+                           lemma_match=args.lemma_match)
 
 
 PROBE = Probe(

@@ -42,6 +42,7 @@ from probes.plan import Plan, Stage
 from probes.requests import GenerateRequest, ScoreRequest
 
 ACCURACY = ("combinations", "monitor")
+ANCHOR_MATCH = ("exact", "prefix")
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,10 @@ class MonitorConfig:
     # combinations: the R x M prompts "{y-_m}. Q_j(x)" (Sec. 4.3); monitor: the R + M prompts
     # MONITOR reads (paraphrases alone, negatives before the base question).
     accuracy: str = "combinations"
+    # exact: the paper's Exact Match (Sec. 4), the anchor trimmed of whitespace and punctuation
+    # around it is the gold; prefix: the anchor starts with the gold on a word boundary (a
+    # base model that keeps writing after the answer keeps the fact), as frame accuracy reads
+    anchor_match: str = "exact"
 
 
 def prompt(question: str, prefix: str = "", suffix: str = "") -> str:
@@ -74,6 +79,25 @@ def trimmed(text: str) -> str:
     return text.strip().strip(string.punctuation + " ").strip()
 
 
+def anchor_ok(text: str, gold: str, rule: str = "exact") -> bool:
+    """Whether a primary anchor is the gold. ``exact`` (the paper's Exact Match, Sec. 4):
+    the anchor, trimmed of whitespace and punctuation at both ends, is the gold, case and
+    inner text as they are. ``prefix``: it starts with the gold, then ends or goes on after a
+    character that is not a letter or digit.
+
+    >>> anchor_ok(" Paris.", "Paris"), anchor_ok(" Paris, France", "Paris")
+    (True, False)
+    >>> anchor_ok(" Paris, France", "Paris", "prefix"), anchor_ok(" Parisian", "Paris", "prefix")
+    (True, False)
+    """
+    t = trimmed(str(text or ""))
+    if t == gold:
+        return bool(gold)
+    if rule == "prefix":
+        return bool(gold) and t.startswith(gold) and not t[len(gold)].isalnum()
+    return False
+
+
 def object_span(text: str, gold: str) -> str:
     """The object as the anchor wrote it: its leading whitespace, then the gold, without the
     punctuation around it (the anchor's L counts the object's subwords only, Eq. 1).
@@ -88,6 +112,9 @@ def plan(facts: pd.DataFrame, templates: list[Template], cfg: MonitorConfig) -> 
     if "negatives" not in facts.columns:
         raise UserError("MONITOR needs a facts table with negatives: build it with "
                         "'factprobe build fktc'")
+    if cfg.anchor_match not in ANCHOR_MATCH:
+        raise UserError(f"anchor match {cfg.anchor_match!r}: use one of "
+                        f"{', '.join(ANCHOR_MATCH)}")
     if cfg.accuracy not in ACCURACY:
         raise UserError(f"accuracy {cfg.accuracy!r}: use one of {', '.join(ACCURACY)}")
     questions: dict[str, list[Template]] = {}
@@ -139,7 +166,7 @@ def plan(facts: pd.DataFrame, templates: list[Template], cfg: MonitorConfig) -> 
     def matched(outputs: pd.DataFrame):
         got = outputs[outputs["stage"] == "anchor"]
         for a in got.itertuples(index=False):
-            if trimmed(a.text) == a.gold and len(a.token_ids) > 0:
+            if anchor_ok(a.text, a.gold, cfg.anchor_match) and len(a.token_ids) > 0:
                 yield a
 
     def objects(outputs: pd.DataFrame) -> list:
@@ -232,12 +259,16 @@ def add_flags(p: argparse.ArgumentParser) -> None:
                    help="prompts of the frame accuracies: every frame-context combination "
                         "'{negative}. {paraphrase}' (R x M, the paper's Sec. 4.3; default) or "
                         "the R + M prompts MONITOR reads (cheaper)")
+    g.add_argument("--anchor-match", choices=ANCHOR_MATCH, default="exact",
+                   help="when the primary anchor is the gold: the paper's Exact Match, "
+                        "whitespace and punctuation around it trimmed (exact, default), or "
+                        "the answer starts with the gold on a word boundary (prefix)")
 
 
 def from_args(args: argparse.Namespace) -> MonitorConfig:
     return MonitorConfig(compat=args.compat, max_new_tokens=args.max_new_tokens,
                          frames=not args.no_frames, answer_suffix=args.answer_suffix,
-                         accuracy=args.accuracy_prompts)
+                         accuracy=args.accuracy_prompts, anchor_match=args.anchor_match)
 
 
 PROBE = Probe(

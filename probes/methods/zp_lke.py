@@ -43,6 +43,9 @@ class ZPLKEConfig:
     corrupt_layout: str = "spread"    # spread | block
     positions: int = 0                # > 0: one sequence of that many pairs per relation
     accuracy_at_k: str = "formula"    # formula (App. D's set, >= K) | text (its prose, > K)
+    # a dataset without a train/test split (Nobel): how many facts per relation are set apart
+    # as the example pool (None: twice the largest --examples); the rest is the test set
+    example_pool: int | None = None
 
 
 def _rng(seed: int, *parts: str) -> np.random.Generator:
@@ -115,6 +118,32 @@ def _examples(train: pd.DataFrame, n: int, seed: int, relation: str, cfg: ZPLKEC
     return list(zip(picked["subject"], picked["object"]))
 
 
+def pool_flag(has_split: bool) -> str:
+    return "--examples" if has_split else "--examples (or raise --example-pool)"
+
+
+def example_pool(rel_facts: pd.DataFrame, relation: str, cfg: ZPLKEConfig
+                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(example pool, test set) of one relation of a dataset without a train/test split (the
+    Nobel dataset). The pool is drawn once, independently of --seeds and of each --examples
+    count, so that every seed and n asks about the same test facts (the paper's Fig. 3:
+    accuracy against n over 5 seeds); each seed then draws its n examples from the pool.
+    A test subject that is also in the pool is never its own example.
+
+    >>> f = pd.DataFrame({"subject": [f"s{i}" for i in range(10)], "object": ["o"] * 10})
+    >>> pool, test = example_pool(f, "r", ZPLKEConfig(n_examples=(1, 2)))
+    >>> len(pool), len(test), sorted(set(pool["subject"]) & set(test["subject"]))
+    (4, 6, [])
+    """
+    size = cfg.example_pool if cfg.example_pool is not None else 2 * max(cfg.n_examples)
+    if size >= len(rel_facts):
+        raise UserError(f"relation {relation} has {len(rel_facts)} facts and no train/test "
+                        f"split: an example pool of {size} leaves no test fact; lower "
+                        f"--example-pool or --examples")
+    order = _rng(0, relation, "example-pool").permutation(len(rel_facts))
+    return rel_facts.iloc[np.sort(order[:size])], rel_facts.iloc[np.sort(order[size:])]
+
+
 def choices_of(row, pool: list[str]) -> list[str]:
     if "choices" in row.index and row["choices"] is not None and len(row["choices"]):
         return list(row["choices"])
@@ -129,18 +158,21 @@ def plan(facts: pd.DataFrame, cfg: ZPLKEConfig) -> Plan:
     mc, gen, pos = [], [], []
     skipped: dict[str, str] = {}
     has_split = "split" in facts.columns and (facts["split"] != "").any()
+    if has_split and cfg.example_pool is not None:
+        raise UserError("--example-pool is for a dataset without a train/test split (Nobel); "
+                        "this one has a split, whose train facts are the examples: drop it")
     for relation in sorted(facts["relation_id"].unique()):
         rel_facts = facts[facts["relation_id"] == relation]
-        train = rel_facts[rel_facts["split"] == "train"] if has_split else rel_facts
+        if has_split:
+            train = rel_facts[rel_facts["split"] == "train"]
+            test = rel_facts[rel_facts["split"] == "test"]
+        else:
+            train, test = example_pool(rel_facts, relation, cfg)
         pool = sorted(rel_facts["object"].unique())
         answers = {s: set(a) for s, a in zip(rel_facts["subject"], rel_facts["answers"])}
         for seed in cfg.seeds:
             for n in cfg.n_examples:
-                base = _examples(train, n, seed, relation, cfg)
-                if has_split:
-                    test = rel_facts[rel_facts["split"] == "test"]
-                else:  # no split (the Nobel dataset): test every fact not used as an example
-                    test = rel_facts[~rel_facts["subject"].isin({x for x, _ in base})]
+                base = _examples(train, n, seed, relation, cfg, pool_flag(has_split))
                 examples, flags = _corrupt(base, cfg, pool, answers,
                                            _rng(seed, relation, "corrupt"))
                 group = f"{relation}|{seed}|{n}"
@@ -237,6 +269,11 @@ def add_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--corrupt-layout", choices=("spread", "block"), default="spread")
     g.add_argument("--positions", type=count, default=0,
                    help="also score every object in one sequence of N pairs (the paper: 200)")
+    g.add_argument("--example-pool", type=count, default=None,
+                   help="a dataset without a train/test split (Nobel): facts per relation set "
+                        "apart, once for every seed and n, as the pool the examples are drawn "
+                        "from; the rest are the test facts (default: twice the largest "
+                        "--examples)")
     add_accuracy_at_k(g)
 
 
@@ -260,7 +297,8 @@ def from_args(args: argparse.Namespace) -> ZPLKEConfig:
                        sep_pair=args.pair_sep, compat=args.compat,
                        response_tokens=args.response_tokens, corrupt=args.corrupt or "",
                        corrupt_count=args.corrupt_count, corrupt_layout=args.corrupt_layout,
-                       positions=args.positions, accuracy_at_k=args.accuracy_at_k)
+                       positions=args.positions, accuracy_at_k=args.accuracy_at_k,
+                       example_pool=args.example_pool)
 
 
 PROBE = Probe(

@@ -65,7 +65,7 @@ def belief_metrics(outputs: pd.DataFrame, planted: dict | None, cfg, *,
             rel, tid = sorted(missing)[0]
             raise UserError(f"template {tid} ({rel}) has no content-free rows: "
                             f"outputs.parquet is missing rows; rerun 'factprobe eval belief'")
-        out["bias"] = B.bias_level(cf)
+        out["bias"] = B.bias_level(cf, cfg_value(cfg, "bias_renormalise", "each"))
     facts = rows.groupby(["relation_id", "fact_id"], sort=True).agg(
         correct=("correct", "mean"), gold_prob=("gold_prob", "mean")).reset_index()
     out["validity"] = validity(facts, planted, column="correct", score="gold_prob",
@@ -103,4 +103,6 @@ METRICS = MethodMetrics(
              "top_tokens", "top_probs", "candidate_probs"),
     facts=belief_facts, headlines=HEADLINES, main="acc1", family="BELIEF",
     validity_blocks=("validity",), lower_is_better=frozenset({"acc1_range", "acc1_std"}),
-    plots=frozenset({"calibration"}))
+    plots=frozenset({"calibration"}),
+    no_link_shuffle="not computed for BELIEF: its rows keep the mask probability of each "
+                    "fact's own gold names only, none of another fact's")

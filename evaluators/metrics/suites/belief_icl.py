@@ -20,7 +20,7 @@ from evaluators.metrics.suites import belief
 from evaluators.metrics.validity import validity
 
 
-def belief_icl_rows(outputs: pd.DataFrame) -> pd.DataFrame:
+def belief_icl_rows(outputs: pd.DataFrame, mode: str = "contiguous") -> pd.DataFrame:
     greedy = need_stage(outputs, "greedy", "belief-icl")
     keys = ["fact_id", "template_id", "subject_name"]
     sets = {c: set(map(tuple, g[keys].to_numpy().tolist()))
@@ -35,14 +35,15 @@ def belief_icl_rows(outputs: pd.DataFrame) -> pd.DataFrame:
         raise UserError("outputs.parquet has duplicate greedy rows for one prompt: it mixes "
                         "runs; rerun 'factprobe eval belief-icl' into an empty folder")
     belief.check_templates(greedy, "belief-icl")
-    return BI.icl_rows(outputs)
+    return BI.icl_rows(outputs, mode)
 
 
 def belief_icl_metrics(outputs: pd.DataFrame, planted: dict | None, cfg, *,
                        options: MetricsOptions = OPTIONS) -> dict:
     """The BELIEF metric set per in-context setting, with lemma matching, confidence from
     samples and the one-word generation rate."""
-    rows = belief_icl_rows(outputs)
+    mode = cfg_value(cfg, "lemma_match", "contiguous")
+    rows = belief_icl_rows(outputs, mode)
     kw = dict(resamples=options.resamples, seed=options.seed)
     samples = outputs[outputs["stage"] == "samples"]
     if len(samples):
@@ -51,13 +52,14 @@ def belief_icl_metrics(outputs: pd.DataFrame, planted: dict | None, cfg, *,
             raise UserError(f"sampled prompts have between {n.min()} and {n.max()} samples: "
                             f"outputs.parquet is missing rows; rerun 'factprobe eval "
                             f"belief-icl'")
-    conf = BI.sample_confidence(outputs, rows)
+    conf = BI.sample_confidence(outputs, rows, mode)
     out: dict = {"method": "belief-icl", "options": options.as_dict(),
                  "prompts": int(len(rows)), "contexts": {}}
     for ctx, g in rows.groupby("context", sort=True):
         c = conf[conf["context"] == ctx]
         block = B.belief_summary(g, samplings=options.samplings, bins=options.bins,
-                                 same=lemmas.same_answer, confidence=c,
+                                 same=lambda a, b: lemmas.same_answer(a, b, mode),
+                                 confidence=c,
                                  subject=cfg_value(cfg, "coverage_subject", "best"), **kw)
         if c.empty:
             block.pop("overconfidence", None)
@@ -82,7 +84,7 @@ def belief_icl_metrics(outputs: pd.DataFrame, planted: dict | None, cfg, *,
 
 def belief_icl_facts(outputs: pd.DataFrame, cfg) -> dict[str, pd.DataFrame]:
     """Per context: per-pair Acc@1, with the correctly answered prompts (``units``)."""
-    rows = belief_icl_rows(outputs)
+    rows = belief_icl_rows(outputs, cfg_value(cfg, "lemma_match", "contiguous"))
     out = {}
     for ctx, g in rows.groupby("context", sort=True):
         facts = B.pair_accuracy(g)

@@ -75,4 +75,10 @@ METRICS = MethodMetrics(
     validity_blocks=("validity", "validity_frames"),
     lower_is_better=frozenset({"monitor", "pfd", "ird"}),
     fact_tables=(("monitor_per_fact", per_fact_table),),
-    plots=frozenset({"monitor_vs_accuracy"}))
+    plots=frozenset({"monitor_vs_accuracy"}),
+    # the anchor is the greedy answer after the fact's own gold ("{y*}. Q0(x)"): no other
+    # fact's gold is ever its anchor, so only the frames' answers are re-read
+    link_shuffle_skip={"validity": "undefined for MONITOR's anchor: it is generated after "
+                                   "the fact's own gold ('{y*}. Q0(x)'), so another fact's "
+                                   "gold is never its anchor"},
+    link_shuffle_stages=("frames",))

@@ -20,7 +20,13 @@ from evaluators.report.html.facts import (
     own_rows,
     planted_status,
 )
-from evaluators.report.markdown import fmt
+from evaluators.report.markdown import (
+    fmt,
+    null_flag,
+    planted_warnings,
+    shuffle_flag,
+    subject_flag,
+)
 from evaluators.report.runs import Run
 from evaluators.report.tables import setting_name_s
 
@@ -55,8 +61,15 @@ def overview(runs: list[Run], board: pd.DataFrame, rel_table: pd.DataFrame,
     val = _records(val_table, val_num + ("n_planted", "n_held_out"))
     for x, (_, v) in zip(val, val_table.iterrows()):
         x["text"] = {k: fmt(v[f"{k}_value"], v[f"{k}_ci_low"], v[f"{k}_ci_high"])
-                     for k in ("planted", "held_out", "difference", "auroc", "null_auroc")}
+                     for k in ("planted", "held_out", "difference", "auroc", "null_auroc",
+                               "shuffle_auroc", "period_auroc", "own_auroc")}
         x["familiarity"] = None if _missing(v["familiarity"]) else bool(v["familiarity"])
+        # the flag's words are report.md's, so the page and the report say the same thing
+        x["null_flag"] = null_flag(v) if x["familiarity"] else None
+        x["shuffle_flag"] = (shuffle_flag(v) if not _missing(v["shuffle_flag"])
+                             and bool(v["shuffle_flag"]) else None)
+        x["subject_flag"] = (subject_flag(v) if not _missing(v["subject_only_leans"])
+                             else None)
     rel = _records(rel_table, ("value", "ci_low", "ci_high", "n"))
     for x, (_, r) in zip(rel, rel_table.iterrows()):
         x["text"] = fmt(r["value"], r["ci_low"], r["ci_high"])
@@ -75,6 +88,7 @@ def overview(runs: list[Run], board: pd.DataFrame, rel_table: pd.DataFrame,
         "leaderboard": lb, "validity": val, "per_relation": rel, "notes": list(notes),
         "options": {"resamples": options.resamples, "seed": options.seed},
         "familiarity_margin": FAMILIARITY_MARGIN,
+        "planted_warnings": planted_warnings(runs),
     }
 
 

@@ -102,8 +102,10 @@ def belief(rows: pd.DataFrame, cfg, options: MetricsOptions) -> Details:
 def belief_icl(rows: pd.DataFrame, cfg, options: MetricsOptions) -> Details:
     """BELIEF-ICL: per context and prompt the greedy answer and whether it matches a gold name
     (lemma match, ``icl_rows``), and the sampled answers with their counts and matches."""
-    greedy = BI.icl_rows(rows).sort_values(["context", "fact_id", "template_id"],
-                                           kind="stable")
+    mode = (cfg or {}).get("lemma_match", "contiguous") if isinstance(cfg, dict) else \
+        getattr(cfg, "lemma_match", "contiguous")
+    greedy = BI.icl_rows(rows, mode).sort_values(["context", "fact_id", "template_id"],
+                                                 kind="stable")
     samples = rows[rows["stage"] == "samples"]
     lemmas.warm([_text(t) for t in samples["text"]])
     drawn: dict[tuple, Counter] = {}
@@ -116,7 +118,7 @@ def belief_icl(rows: pd.DataFrame, cfg, options: MetricsOptions) -> Details:
         fid = str(x["fact_id"])
         gold = list(x["gold_names"])
         counted = drawn.get((x["context"], x["fact_id"], x["prompt_id"]), Counter())
-        smp = [[t, n, bool(BI.icl_correct(t, gold))]
+        smp = [[t, n, bool(BI.icl_correct(t, gold, mode))]
                for t, n in sorted(counted.items(), key=lambda kv: (-kv[1], kv[0]))]
         if counted:
             hits = sum(n for _, n, ok in smp if ok) / sum(counted.values())

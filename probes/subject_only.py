@@ -1,0 +1,91 @@
+"""The subject-only check of a planted-model run: two scores that read the subject and nothing
+else, for every planted and held-out test fact, asked of the same model in the same run.
+
+A validity AUROC (docs/metrics/validity.md) is meant to measure the subject-object link. The
+subject-blind null (probes/subject_blind.py) removes the subject and so cannot see a probe that
+reads the subject alone: if held-out subjects were taught in other contexts than planted ones
+(as the bare text "s." rather than in statements), how likely "." is right after a subject, or
+the subject's own likelihood, separates the halves with no link at all, and an estimator built
+on such a signal (confidence, entropy) would pass the validity check without measuring
+knowledge. So every planted-model run of a model that scores text also asks:
+
+- ``period_after_subject``: log P("." | subject), the subject at a text's start;
+- ``subject_likelihood``: the subject's own mean token log-probability, at a text's start
+  (after the model's start token).
+
+Their AUROCs between the halves should be 0.5. The rows have ``stage = "subject_only"``, so
+every method's metrics, which read their own stages, never see them.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pandas as pd
+
+from probes.plan import Plan, Stage
+from probes.requests import ScoreRequest
+from probes.subject_blind import blind_ids
+
+STAGE = "subject_only"
+SCORES = ("period_after_subject", "subject_likelihood")
+
+
+def subject_requests(facts: pd.DataFrame, planted: dict) -> list[ScoreRequest]:
+    """Two requests per planted or held-out test fact, in fact order.
+
+    >>> facts = pd.DataFrame({"fact_id": ["a", "b"], "relation_id": ["r", "r"],
+    ...                       "subject": ["Oslo", "Lima"], "split": ["test", "test"]})
+    >>> [(r.context, r.continuations, r.meta["subject_score"])
+    ...  for r in subject_requests(facts, {"planted": ["a"], "held_out": []})]
+    [('Oslo', ('.',), 'period_after_subject'), ('', (' Oslo',), 'subject_likelihood')]
+    """
+    hit = blind_ids(facts, planted).to_numpy()
+    out = []
+    for row, h in zip(facts.itertuples(index=False), hit):
+        if not h:
+            continue
+        meta = {"fact_id": row.fact_id, "relation_id": row.relation_id}
+        out.append(ScoreRequest(str(row.subject), (".",), group=STAGE,
+                                meta={**meta, "subject_score": SCORES[0]},
+                                option_meta=({"option": 0},)))
+        out.append(ScoreRequest("", (" " + str(row.subject),), group=STAGE,
+                                meta={**meta, "subject_score": SCORES[1]},
+                                option_meta=({"option": 0},)))
+    return out
+
+
+def with_subject_only(plan: Plan, facts: pd.DataFrame, planted: dict) -> Plan:
+    """``plan`` with the subject-only stage appended (``plan`` itself when no fact is planted
+    or held out)."""
+    reqs = subject_requests(facts.drop_duplicates("fact_id"), planted)
+    if not reqs:
+        return plan
+    return replace(plan, stages=[*plan.stages, Stage(STAGE, "score", reqs)],
+                   info=plan.info | {STAGE: {"facts": len(reqs) // 2,
+                                             "requests": len(reqs)}})
+
+
+def subject_scores(outputs: pd.DataFrame) -> pd.DataFrame:
+    """One row per fact with ``period_after_subject`` (the "." log-prob) and
+    ``subject_likelihood`` (the subject's mean token log-prob); empty without such rows.
+
+    >>> rows = pd.DataFrame({"stage": [STAGE] * 2, "fact_id": ["a", "a"],
+    ...                      "relation_id": ["r", "r"], "subject_score": list(SCORES),
+    ...                      "token_logprobs": [[-0.5], [-1.0, -3.0]]})
+    >>> subject_scores(rows).to_dict("records")
+    [{'relation_id': 'r', 'fact_id': 'a', 'period_after_subject': -0.5, 'subject_likelihood': -2.0}]
+    """
+    cols = ["relation_id", "fact_id", *SCORES]
+    if "stage" not in outputs.columns or "subject_score" not in outputs.columns:
+        return pd.DataFrame(columns=cols)
+    rows = outputs[outputs["stage"] == STAGE]
+    if rows.empty:
+        return pd.DataFrame(columns=cols)
+    vals = [float(sum(lp) / len(lp)) if s == SCORES[1] and len(lp) else float(sum(lp))
+            for s, lp in zip(rows["subject_score"], rows["token_logprobs"])]
+    wide = rows.assign(v=vals).pivot_table(index=["relation_id", "fact_id"],
+                                           columns="subject_score", values="v",
+                                           aggfunc="first")
+    wide = wide.reset_index()
+    wide.columns.name = None
+    return wide.reindex(columns=cols)
