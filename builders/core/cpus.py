@@ -1,0 +1,108 @@
+"""How many threads a command should run on: from the work it has and the cores it can get.
+
+Torch (and a parallel decompressor) start one thread per core by default. When another process
+holds one of those cores, every parallel step waits at its barrier for the thread that is not
+running, and a job that took 15 s alone takes 140 s. So the count is the cores that are both
+ours (``os.sched_getaffinity``: a ``taskset`` or a batch scheduler's slot) and idle (measured
+over a short window, the other processes' share only), capped by what the work can use (a small
+model gains nothing from a second thread). ``--threads`` overrides the choice; either way it is
+recorded where the command records its run.
+
+No torch here: builders import it, and the choice is a number that the caller applies.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass
+
+SAMPLE_S = 0.2
+# A core counts as free when less than a quarter of it is used by others: a thread on a core
+# that another process keeps half busy is the straggler the others wait for.
+_SPARE = 0.25
+
+
+@dataclass(frozen=True)
+class ThreadChoice:
+    threads: int
+    chosen_by: str          # "--threads" | "auto"
+    cores: int              # the cores this process may run on
+    busy_cores: float | None  # their use by other processes when the choice was made
+    work_cap: int | None    # the most threads the work can use (None: no cap)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its affinity), not the machine's count."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+def _cpu_times(cpus: set[int] | None) -> tuple[float, float] | None:
+    """(busy, total) jiffies summed over ``cpus`` (every CPU if None), from /proc/stat."""
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    busy = total = 0
+    for line in text.splitlines():
+        if not line.startswith("cpu") or line.startswith("cpu "):
+            continue
+        name, *fields = line.split()
+        try:
+            if cpus is not None and int(name[3:]) not in cpus:
+                continue
+            values = [int(v) for v in fields[:8]]
+        except ValueError:
+            continue
+        # user nice system idle iowait irq softirq steal: idle and iowait are not busy.
+        total += sum(values)
+        busy += sum(values) - values[3] - values[4]
+    return (busy, total) if total else None
+
+
+def busy_cores(sample_s: float = SAMPLE_S) -> float | None:
+    """How many of our cores other processes kept busy over ``sample_s`` seconds (this
+    process's own use subtracted); None where /proc/stat cannot be read."""
+    cpus = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    before = _cpu_times(cpus)
+    if before is None:
+        return None
+    own0, wall0 = time.process_time(), time.monotonic()
+    time.sleep(sample_s)
+    after = _cpu_times(cpus)
+    own, wall = time.process_time() - own0, time.monotonic() - wall0
+    if after is None or after[1] <= before[1] or wall <= 0:
+        return None
+    n = len(cpus) if cpus else (os.cpu_count() or 1)
+    share = (after[0] - before[0]) / (after[1] - before[1])     # of all our cores
+    return round(max(0.0, share * n - own / wall), 2)
+
+
+def free_cores(cores: int, busy: float | None) -> int:
+    """Cores left to us when others keep ``busy`` of our ``cores`` busy (at least one).
+
+    >>> free_cores(2, 0.05), free_cores(2, 1.0), free_cores(2, 0.6), free_cores(8, 2.1)
+    (2, 1, 1, 6)
+    """
+    if busy is None:
+        return cores
+    return max(1, min(cores, int(cores - busy + _SPARE)))
+
+
+def choose_threads(requested: int | None, work_cap: int | None = None,
+                   sample_s: float = SAMPLE_S) -> ThreadChoice:
+    """``requested`` (the ``--threads`` flag) if given, else the free cores capped by the
+    work's own limit."""
+    cores = available_cores()
+    if requested is not None:
+        return ThreadChoice(int(requested), "--threads", cores, None, work_cap)
+    busy = busy_cores(sample_s) if cores > 1 else 0.0
+    n = free_cores(cores, busy)
+    if work_cap is not None:
+        n = max(1, min(n, work_cap))
+    return ThreadChoice(n, "auto", cores, busy, work_cap)
