@@ -1,8 +1,8 @@
 """`factprobe plant` and `factprobe eval zp-lke` on the sample, with the machine to themselves
-and with one core held by another process, at the default thread choice and at torch's old
-default (one thread per core).
+and with one core held by another process, at the default thread choice (and with ``--old``
+at torch's old default, one thread per core).
 
-    python benchmarks/bench_busy.py --repeat 2 --json .bench/busy.jsonl
+    python benchmarks/bench_busy.py --repeat 2 --old --json .bench/busy.jsonl
 
 "Held": a child process spinning on one core of this process's affinity (a busy loop pinned
 with ``sched_setaffinity``), started before the command and killed after it. Each command is a
@@ -80,6 +80,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--epochs", type=int, default=2, help="plant epochs per run (2)")
     ap.add_argument("--only", choices=("plant", "eval zp-lke"), help="one command only")
+    ap.add_argument("--old", action="store_true",
+                    help="also time torch's old default, one thread per core (slow when busy)")
     ap.add_argument("--work", default=str(ROOT / ".bench" / "busy"))
     ap.add_argument("--json", help="append the result to this JSON-lines file")
     args = ap.parse_args()
@@ -90,7 +92,7 @@ def main() -> None:
             raise SystemExit(f"{need} is missing: run dvc repro first")
     cores = sorted(os.sched_getaffinity(0))
     all_threads = ["--threads", str(len(cores))]     # torch's own default: one per core
-    settings = {"auto": [], "one per core (old default)": all_threads}
+    settings = {"auto": [], **({"one per core (old default)": all_threads} if args.old else {})}
     results: dict = {}
     for name, cmd in commands(work, args.epochs).items():
         if args.only and name != args.only:
@@ -115,11 +117,13 @@ def main() -> None:
         med = {k: statistics.median(r["seconds"] for r in v) for k, v in runs.items()}
         results[name] = {
             "runs": runs, "median_s": med,
-            "auto_held_over_free": round(med["auto, one core held"] / med["auto, free"], 3),
-            "old_held_over_free": round(med["one per core (old default), one core held"]
-                                        / med["one per core (old default), free"], 3),
-            "auto_free_over_old_free": round(med["auto, free"]
-                                             / med["one per core (old default), free"], 3)}
+            "auto_held_over_free": round(med["auto, one core held"] / med["auto, free"], 3)}
+        if args.old:
+            old = "one per core (old default)"
+            results[name] |= {
+                "old_held_over_free": round(med[f"{old}, one core held"] / med[f"{old}, free"],
+                                            3),
+                "auto_free_over_old_free": round(med["auto, free"] / med[f"{old}, free"], 3)}
     emit({"benchmark": "plant and eval zp-lke with one core held", "cores": len(cores),
           "plant_epochs": args.epochs, **results, "machine": machine(),
           "versions": versions(), "loadavg_after": os.getloadavg()}, args.json, append=True)

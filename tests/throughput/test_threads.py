@@ -101,6 +101,18 @@ def test_plant_records_the_thread_count_in_planted_json(mc_dir, tmp_path):  # no
     assert json.loads((out / "planted.json").read_text())["config"]["threads"] == 1
 
 
+def test_plant_trains_on_one_thread_unless_told(mc_dir, tmp_path):  # noqa: F811
+    # Whatever the machine's load: a second thread would change the trained bytes.
+    args = ["plant", "--dataset", str(mc_dir), "--epochs", "1", "--layers", "1", "--width",
+            "32", "--heads", "2", "--vocab-size", "300", "--templates", ""]
+    proc = run(*args, "--out", str(tmp_path / "auto"))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "auto" / "planted.json").read_text())["config"]["threads"] == 1
+    proc = run(*args, "--out", str(tmp_path / "two"), "--threads", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "two" / "planted.json").read_text())["config"]["threads"] == 2
+
+
 @pytest.mark.parametrize("cmd", [["plant", "--dataset", "x", "--out", "y"],
                                  ["eval", "zp-lke", "--dataset", "x", "--model", "m",
                                   "--out", "y"]])
