@@ -35,10 +35,42 @@ class ThreadChoice:
 
 
 def available_cores() -> int:
-    """The cores this process may run on (its affinity), not the machine's count."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return os.cpu_count() or 1
+    """The cores this process may run on: its affinity, and no more than a container's CPU
+    quota (``docker --cpus 2`` on a 64-core host leaves all 64 in the affinity)."""
+    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+    quota = _cgroup_quota()
+    return max(1, min(n, quota) if quota else n)
+
+
+def quota_cores(text: str) -> int | None:
+    """Whole cores of a cgroup v2 ``cpu.max`` line (``max`` or ``QUOTA PERIOD``), rounded up.
+
+    >>> quota_cores("max 100000"), quota_cores("150000 100000"), quota_cores("junk")
+    (None, 2, None)
+    """
+    parts = text.split()
+    try:
+        if len(parts) == 2 and parts[0] != "max" and int(parts[1]) > 0:
+            return max(1, -(-int(parts[0]) // int(parts[1])))
+    except ValueError:
+        pass
+    return None
+
+
+def _cgroup_quota() -> int | None:
+    try:
+        with open("/sys/fs/cgroup/cpu.max", encoding="ascii") as fh:
+            return quota_cores(fh.read())
+    except OSError:
+        pass
+    try:  # cgroup v1
+        with open("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", encoding="ascii") as q, \
+                open("/sys/fs/cgroup/cpu/cpu.cfs_period_us", encoding="ascii") as p:
+            quota = q.read().strip()
+            return None if quota.startswith("-") else quota_cores(f"{quota} {p.read()}")
+    except OSError:
+        return None
 
 
 def _cpu_times(cpus: set[int] | None) -> tuple[float, float] | None:

@@ -29,7 +29,7 @@ def test_free_cores_leaves_out_a_core_held_by_another_process():
 def test_the_flag_wins_and_the_work_caps():
     got = cpus.choose_threads(3)
     assert (got.threads, got.chosen_by, got.busy_cores) == (3, "--threads", None)
-    assert got.cores == len(os.sched_getaffinity(0))
+    assert 1 <= got.cores <= len(os.sched_getaffinity(0))
     capped = cpus.choose_threads(None, work_cap=1, sample_s=0.05)
     assert capped.threads == 1 and capped.chosen_by == "auto" and capped.work_cap == 1
 
@@ -89,7 +89,7 @@ def test_eval_records_the_thread_choice_in_run_json(mc_dir, tiny_causal_dir, tmp
     assert proc.returncode == 0, proc.stderr
     got = json.loads((tmp_path / "auto" / "run.json").read_text())["threads"]
     assert got["chosen_by"] == "auto" and 1 <= got["threads"] <= got["cores"]
-    assert got["cores"] == len(os.sched_getaffinity(0)) and got["busy_cores"] is not None
+    assert got["cores"] <= len(os.sched_getaffinity(0)) and got["busy_cores"] is not None
 
 
 def test_plant_records_the_thread_count_in_planted_json(mc_dir, tmp_path):  # noqa: F811
