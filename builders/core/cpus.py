@@ -133,7 +133,8 @@ def choose_threads(requested: int | None, work_cap: int | None = None,
     cores = available_cores()
     if requested is not None:
         return ThreadChoice(int(requested), "--threads", cores, None, work_cap)
-    busy = busy_cores(sample_s) if cores > 1 else 0.0
+    # Nothing to measure when the answer is one thread whatever the load.
+    busy = busy_cores(sample_s) if cores > 1 and work_cap != 1 else None
     n = free_cores(cores, busy)
     if work_cap is not None:
         n = max(1, min(n, work_cap))
