@@ -32,7 +32,8 @@ def test_triples_keep_entity_rows_in_order_and_format_literals():
     assert df["subject_id"].tolist() == ["Q1", "Q1", "Q2", "Q4"]
     assert df["object_id"].tolist() == ["Q9", "1921", "Paris", "Q8"]
     assert df["object"].tolist()[:3] == ["Nine", "1921", "Paris"]
-    assert df["object"].isna().tolist() == [False, False, False, True]   # no label: the assembly drops it
+    # no label: the assembly drops the row
+    assert df["object"].isna().tolist() == [False, False, False, True]
     assert df["object_type"].tolist() == ["entity", "xsd:dateTime", LANG, "entity"]
     df, foreign = _triples(table, "it", "date")
     assert foreign == 1 and df["object_id"].tolist()[1:3] == ["1921-05-03", "Parigi"]

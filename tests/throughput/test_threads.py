@@ -78,7 +78,8 @@ def test_own_use_is_not_counted_as_another_process():
     assert spinning <= idle + 0.35
 
 
-def test_eval_records_the_thread_choice_in_run_json(mc_dir, tiny_causal_dir, tmp_path):  # noqa: F811
+def test_eval_records_the_thread_choice_in_run_json(mc_dir, tiny_causal_dir,  # noqa: F811
+                                                    tmp_path):
     base = ["eval", "zp-lke", "--dataset", str(mc_dir), "--model", str(tiny_causal_dir),
             "--examples", "2", "--response-tokens", "2", "--limit", "2"]
     proc = run(*base, "--out", str(tmp_path / "flag"), "--threads", "1")
