@@ -83,6 +83,9 @@ def run_method(method_name: str, args, method_cfg) -> str:
     from probes.engine.runner import EvalConfig, dataset_info, run_eval, select_facts
     from probes.planting.plant import load_planted
     method = METHODS[method_name]
+    if args.executor == "ray" and args.threads is not None:
+        raise UserError("--threads is for local runs; with --executor ray, each replica's "
+                        "threads are its --cpus-per-replica")
     backend_cfg = replace(_backend_config(args), kind=method.probe.backend)
     from builders.core.inputs import open_input
     folder = open_input(args.dataset)  # a folder, a Hub-layout folder, or hf://org/name@rev

@@ -121,3 +121,11 @@ def test_threads_must_be_positive(cmd, tmp_path):
     proc = run(*cmd, "--threads", "0")
     assert proc.returncode == 2
     assert "--threads" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_threads_is_refused_with_ray(mc_dir, tiny_causal_dir, tmp_path):  # noqa: F811
+    proc = run("eval", "zp-lke", "--dataset", str(mc_dir), "--model", str(tiny_causal_dir),
+               "--out", str(tmp_path / "r"), "--examples", "2", "--executor", "ray",
+               "--threads", "2")
+    assert proc.returncode == 2 and "--cpus-per-replica" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "r").exists()
