@@ -1,6 +1,11 @@
 """`factprobe build facts --source wikidata-dump` against a plain `bzip2 -dc` of the same file.
 
     python benchmarks/bench_dump.py --entities 25000,100000 --repeat 3 --json .bench/dump.jsonl
+    python benchmarks/bench_dump.py --dense --entities 25000,100000 --json .bench/dump.jsonl
+
+``--dense``: the shape of a real probing extraction, twenty common relations (P31, P17, P27,
+P106, P131...) with several facts per entity and one entity in two hundred holding hundreds of
+statements (``DENSE_RELATIONS`` in tests/wikidata_dump_synthetic.py).
 
 For each size, a synthetic JSON dump is written once under --work (``dump-N.json.bz2``): lines
 shaped like real ones (2-5 KB: labels and descriptions in several languages, aliases, four to
@@ -30,10 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, emit, in_fresh_process, machine, versions  # noqa: E402
 
 
-def generate(n: int, relations: tuple[str, ...], path: Path, expected: Path) -> None:
+def generate(n: int, relations: tuple[str, ...], path: Path, expected: Path,
+             dense: bool = False) -> None:
     from tests.wikidata_dump_synthetic import write_synthetic
     t0 = time.perf_counter()
-    facts, labelled = write_synthetic(path, n, seed=0, relations=relations)
+    facts, labelled = write_synthetic(path, n, seed=0, relations=relations, dense=dense)
     kept = sorted(f for f in facts if f[1] in labelled and f[2] in labelled)
     expected.write_text(json.dumps({"facts": kept, "all_best_rank": len(facts)}))
     print(f"wrote {path.name} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
@@ -136,7 +142,10 @@ def parse_costs(dump: Path, relations: tuple[str, ...], lines: int = 20000,
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--entities", default="25000,100000", help="comma-separated sizes")
-    ap.add_argument("--relations", default="P19,P36,P37")
+    ap.add_argument("--relations", help="default P19,P36,P37, or with --dense the twenty "
+                    "dense relations")
+    ap.add_argument("--dense", action="store_true",
+                    help="a dense dump: several facts per entity over twenty relations")
     ap.add_argument("--repeat", type=int, default=3, help="bzip2 / build pairs per size")
     ap.add_argument("--work", default=str(ROOT / ".bench"))
     ap.add_argument("--workers", type=int, help="--workers for the build (default: auto)")
@@ -145,13 +154,16 @@ def main() -> None:
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    relations = tuple(r.strip() for r in args.relations.split(","))
+    from tests.wikidata_dump_synthetic import DENSE_RELATIONS
+    relations = (tuple(r.strip() for r in args.relations.split(",")) if args.relations
+                 else DENSE_RELATIONS if args.dense else ("P19", "P36", "P37"))
+    shape = "dense" if args.dense else "dump"
     sizes = [int(s) for s in args.entities.split(",")]
     rows = []
     for n in sizes:
-        dump, expected = work / f"dump-{n}.json.bz2", work / f"dump-{n}.expected.json"
+        dump, expected = work / f"{shape}-{n}.json.bz2", work / f"{shape}-{n}.expected.json"
         if not dump.exists() or not expected.exists():
-            in_fresh_process(generate, n, relations, dump, expected)
+            in_fresh_process(generate, n, relations, dump, expected, args.dense)
         want = json.loads(expected.read_text())
         want["facts"] = [list(f) for f in want["facts"]]
         out = work / f"dump-facts-{n}"
@@ -174,7 +186,8 @@ def main() -> None:
              "sys.argv[1], columns=['relation_id', 'subject_id', 'object_id']); print(json.dumps("
              "sorted(list(r.values()) for r in t.to_pylist())))", str(out / "facts.parquet")],
             check=True, capture_output=True, text=True).stdout)
-        row = {"benchmark": "build facts --source wikidata-dump vs bzip2 -dc", "entities": n,
+        row = {"benchmark": "build facts --source wikidata-dump vs bzip2 -dc", "shape": shape,
+               "entities": n,
                "relations": list(relations), "input_mb": round(dump.stat().st_size / 2 ** 20, 1),
                "json_mb": None, "facts": len(got), "best_rank_facts_written": want[
                    "all_best_rank"], "facts_equal_expected": got == want["facts"],
@@ -198,7 +211,7 @@ def main() -> None:
     small, big = rows[0], rows[-1]
     # Measured last: it loads the reader into this process, which would otherwise count in the
     # memory of every child started after it.
-    costs = parse_costs(work / f"dump-{small['entities']}.json.bz2", relations,
+    costs = parse_costs(work / f"{shape}-{small['entities']}.json.bz2", relations,
                         lines=min(20000, small["entities"]))
     summary = {"memory_ratio": round(big["tree_rss_mb_max"] / small["tree_rss_mb_max"], 3),
                "entities": [small["entities"], big["entities"]],
@@ -206,8 +219,15 @@ def main() -> None:
                "build_cpu_mb_per_s": {r["entities"]: round(
                    r["json_mb"] / min(x["factprobe"]["cpu_s"] for x in r["runs"]), 1)
                    for r in rows},
+               # MB of JSON per CPU-second of the whole build (every core it used), and
+               # facts written per second of wall time
+               "facts_per_s": {r["entities"]: round(r["facts"] / r["factprobe_s_min"])
+                               for r in rows},
+               "facts_per_entity": {r["entities"]: round(r["facts"] / r["entities"], 2)
+                                    for r in rows},
                "parse_costs": costs}
-    emit({"benchmark": "bench_dump summary", **summary, **info}, args.json, append=True)
+    emit({"benchmark": "bench_dump summary", "shape": shape, **summary, **info}, args.json,
+         append=True)
 
 
 if __name__ == "__main__":

@@ -21,9 +21,14 @@ _LANGS = ["en", "de", "fr", "es", "it", "nl", "pl", "ru", "ja", "zh", "pt", "sv"
 _COMMON_PROPS = ["P17", "P131", "P361", "P527", "P1343", "P463", "P279", "P155", "P156",
                  "P1889", "P921", "P50", "P495", "P407", "P136"]
 _PERSON_PROPS = ["P19", "P20", "P27", "P106", "P69", "P108", "P1412", "P166"]
+# The dense shape: the twenty relations probing datasets ask for most, each entity holding
+# several of them, and one entity in two hundred holding hundreds of statements (as Wikidata's
+# largest items do: countries' P47/P150/P530, people with long P106/P166 lists).
+DENSE_RELATIONS = ("P31", "P17", "P27", "P106", "P131", "P19", "P20", "P69", "P108", "P1412",
+                   "P166", "P463", "P361", "P527", "P150", "P47", "P530", "P36", "P37", "P495")
 
 
-def synthetic_entity(i: int, n: int, rng) -> Entity:
+def synthetic_entity(i: int, n: int, rng, dense: bool = False) -> Entity:
     """Entity ``Q<i>`` of a synthetic dump of ``n`` items, shaped like real lines: labels in
     several languages (an English one for 95%), descriptions, aliases, four to twelve
     statements (some with references, a few preferred, deprecated or unknown, some dated by a
@@ -48,6 +53,10 @@ def synthetic_entity(i: int, n: int, rng) -> Entity:
     elif kind < 0.083:                                     # a country
         props += [("P36", 1), ("P37", rng.randint(1, 3))]
     props += [(rng.choice(_COMMON_PROPS), 1) for _ in range(rng.randint(3, 8))]
+    if dense:
+        props += [(rng.choice(DENSE_RELATIONS), 1) for _ in range(rng.randint(1, 5))]
+        if rng.random() < 0.005:
+            props += [(rng.choice(DENSE_RELATIONS), rng.randint(50, 150)) for _ in range(3)]
     claims = []
     for prop in [p for p, k in props for _ in range(k)]:
         roll = rng.random()
@@ -76,10 +85,11 @@ def truthy_facts(entities, relations) -> set[tuple[str, str, str]]:
     return out
 
 
-def write_synthetic(path: Path, n: int, seed: int = 0, relations=()) -> tuple[set, set]:
+def write_synthetic(path: Path, n: int, seed: int = 0, relations=(), dense: bool = False
+                    ) -> tuple[set, set]:
     """Write a JSON dump of ``n`` synthetic items to ``path`` (``.bz2``, ``.gz`` or plain),
     one line at a time; return the truthy item facts of ``relations`` it holds, and the ids
-    of the items with an English label."""
+    of the items with an English label. ``dense``: the dense shape (:data:`DENSE_RELATIONS`)."""
     import random
     rng = random.Random(seed)
     opener = {".bz2": lambda p: bz2.open(p, "wb"), ".gz": lambda p: gzip.GzipFile(
@@ -90,7 +100,7 @@ def write_synthetic(path: Path, n: int, seed: int = 0, relations=()) -> tuple[se
     with opener(tmp) as fh:
         fh.write(b"[\n")
         for i in range(1, n + 1):
-            e = synthetic_entity(i, n, rng)
+            e = synthetic_entity(i, n, rng, dense)
             facts |= truthy_facts([e], relations)
             if "en" in e.labels:
                 labelled.add(e.id)

@@ -18,8 +18,8 @@ def add_dump_flags(p: argparse.ArgumentParser) -> None:
                    help="parser processes beside the decompressor (default: one per 4 cores, "
                         "none below 4)")
     g.add_argument("--threads", type=positive,
-                   help="decompression threads (default: every core; on a machine busy with "
-                        "other work, fewer can be faster)")
+                   help="decompression threads (default: the cores no other process keeps "
+                        "busy, measured at start)")
     g.add_argument("--shard-mb", type=positive, default=1024,
                    help="decompressed MB per shard, the unit a killed run resumes from (1024)")
     g.add_argument("--decompressor", choices=DECOMPRESSORS, default="auto",

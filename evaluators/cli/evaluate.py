@@ -54,6 +54,8 @@ def _eval_flags(p: argparse.ArgumentParser) -> None:
                         "sits beside each validity AUROC (docs/metrics/validity.md). The null "
                         "is a second pass: it about doubles the model time")
     _backend_flags(p)
+    from evaluators.cli.threads import add_threads_flag
+    add_threads_flag(p, "run.json (local runs; Ray replicas take --cpus-per-replica)")
     from evaluators.cli.scale_flags import add_scale_flags
     add_scale_flags(p)
 
@@ -83,6 +85,9 @@ def run_method(method_name: str, args, method_cfg) -> str:
     from evaluators.metrics.validity import planted_model, planted_warning
     from probes.planting.plant import load_planted
     method = METHODS[method_name]
+    if args.executor == "ray" and args.threads is not None:
+        raise UserError("--threads is for local runs; with --executor ray, each replica's "
+                        "threads are its --cpus-per-replica")
     backend_cfg = replace(_backend_config(args), kind=method.probe.backend)
     from builders.core.inputs import open_input
     folder = open_input(args.dataset)  # a folder, a Hub-layout folder, or hf://org/name@rev
@@ -111,8 +116,13 @@ def run_method(method_name: str, args, method_cfg) -> str:
         return method.metrics.checked_compute(outputs, planted, method_cfg)
 
     from evaluators.cli.scale_flags import executor_config
+    executor = executor_config(args)
+    threads = None
+    if executor.kind == "local" and not args.dry_run:
+        from evaluators.cli.threads import apply_threads
+        threads = apply_threads(args.threads)
     out = run_eval(cfg, backend_cfg, plan, method_cfg, dataset_info(folder), kinds=KINDS,
-                   metrics_fn=metrics_fn, executor=executor_config(args))
+                   metrics_fn=metrics_fn, executor=executor, threads=threads)
     if out is not None and not args.quiet:
         # the headline numbers, per relation, and what was skipped and why (on stdout)
         from evaluators.cli.results_table import print_results

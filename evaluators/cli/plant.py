@@ -58,15 +58,25 @@ def register(subparsers, common) -> None:
                         "simple label forms ('The <relation> of X is Y.')")
     p.add_argument("--masked", action="store_true",
                    help="train a masked LM (for BELIEF) instead of a causal one")
+    from evaluators.cli.threads import add_threads_flag
+    from evaluators.cli.threads import PLANT_HELP
+    add_threads_flag(p, "planted.json", PLANT_HELP)
     p.set_defaults(run=_run_plant)
 
 
 def _run_plant(args) -> str:
+    from dataclasses import replace
+
     from probes.planting.plant import PlantConfig, plant
+    from evaluators.cli.threads import apply_threads
     fields = PlantConfig.__dataclass_fields__
     cfg = PlantConfig(**{k: getattr(args, k) for k in fields
-                         if k not in ("progress",) and hasattr(args, k)},
+                         if k not in ("progress", "threads") and hasattr(args, k)},
                       progress=not args.quiet)
+    # One thread unless asked: a second one changes the trained weights' bits (the gradient
+    # sums split differently), so a count chosen from the machine's load would make the same
+    # command plant different bytes on a busy and a quiet machine (docs/benchmarks.md).
+    cfg = replace(cfg, threads=apply_threads(args.threads, work_cap=1)["threads"])
     if args.quiet:
         _silence_libraries()
     return f"wrote {plant(cfg)}"

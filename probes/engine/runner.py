@@ -202,10 +202,12 @@ def _check_needs(method: str, needs: frozenset[str], executor) -> None:
 
 def run_eval(cfg: EvalConfig, backend_cfg: BackendConfig, plan: Plan, method_cfg,
              dataset_info: dict, *, kinds: Mapping[str, BackendKind], metrics_fn=None,
-             executor: ExecutorConfig | None = None) -> Path | None:
+             executor: ExecutorConfig | None = None, threads: dict | None = None
+             ) -> Path | None:
     """Execute ``plan`` with the backend of ``backend_cfg`` (loaded by its row of ``kinds``,
     here or on each replica of ``executor``) and write the run folder (with ``--shard``,
-    one shard of it: :mod:`probes.engine.shards`)."""
+    one shard of it: :mod:`probes.engine.shards`). ``threads``: the torch thread choice, for
+    run.json."""
     if plan.size() == 0:
         # Loading a model only to find there is nothing to ask it costs minutes for nothing.
         raise UserError(f"nothing to evaluate: {plan.empty_reason()}")
@@ -226,13 +228,14 @@ def run_eval(cfg: EvalConfig, backend_cfg: BackendConfig, plan: Plan, method_cfg
     start = time.perf_counter()
     runner = open_executor(executor, kind, backend_cfg, kinds, cfg.progress)
     try:
-        return _run(cfg, plan, method_cfg, dataset_info, metrics_fn, executor, runner, start)
+        return _run(cfg, plan, method_cfg, dataset_info, metrics_fn, executor, runner, start,
+                    threads)
     finally:
         runner.close()
 
 
 def _run(cfg: EvalConfig, plan: Plan, method_cfg, dataset_info: dict, metrics_fn,
-         executor: ExecutorConfig, runner, start: float) -> Path:
+         executor: ExecutorConfig, runner, start: float, threads: dict | None = None) -> Path:
     out = Path(cfg.out)
     checkpoints = Checkpoints(checkpoint_folder(out), runner.identity(), start)
     why = checkpoints.open()
@@ -266,6 +269,7 @@ def _run(cfg: EvalConfig, plan: Plan, method_cfg, dataset_info: dict, metrics_fn
         "tokens": checkpoints.tokens(),
         "sessions": checkpoints.session_info(),
         "executor": runner.info(),
+        "threads": threads,
         "rows": len(outputs),
     }
     if plan.info.get("planted_model") is not None:   # whether the planted model learned

@@ -55,6 +55,7 @@ class PlantConfig:
     lr: float = 5e-3
     templates: str = "data/templates"  # statement and question forms; label forms if absent
     masked: bool = False               # a BERT-style masked LM instead (for BELIEF)
+    threads: int | None = None         # torch threads the CLI chose (recorded; may change bits)
     progress: bool = True
 
 

@@ -26,16 +26,18 @@ from builders.sources.wikidata_dump.spec import ExtractSpec
 from builders.sources.wikidata_dump.values import entity_id, rdf_value
 
 
-class _Term(msgspec.Struct):
+# gc=False: decoded entities hold no cycles, and untracked structs spare the collector a walk
+# over every statement of a dense batch.
+class _Term(msgspec.Struct, gc=False):
     value: str = ""
 
 
-class _DataValue(msgspec.Struct):
+class _DataValue(msgspec.Struct, gc=False):
     type: str = ""
     value: Any = None
 
 
-class _Snak(msgspec.Struct):
+class _Snak(msgspec.Struct, gc=False):
     snaktype: str = ""
     datatype: str = ""
     datavalue: _DataValue | None = None
@@ -43,12 +45,12 @@ class _Snak(msgspec.Struct):
 
 def _one_lang(name: str, lang: str, typ, default):
     # JSON keys like "pt-br" are no Python names: the field is f0, renamed to the key.
-    return msgspec.defstruct(name, [("f0", typ, default)], rename={"f0": lang})
+    return msgspec.defstruct(name, [("f0", typ, default)], rename={"f0": lang}, gc=False)
 
 
 def _keyed(name: str, keys: list[str], typ) -> type:
     return msgspec.defstruct(name, [(f"f{i}", typ, []) for i in range(len(keys))],
-                             rename={f"f{i}": k for i, k in enumerate(keys)})
+                             rename={f"f{i}": k for i, k in enumerate(keys)}, gc=False)
 
 
 class EntityReader:
@@ -61,13 +63,14 @@ class EntityReader:
         aliases = _one_lang("Aliases", lang, list[_Term], [])
         self.qualifiers = dict(spec.qualified)
         statement = msgspec.defstruct("Statement", [
-            ("mainsnak", _Snak), ("rank", str, "normal"), ("id", str, "")])
+            ("mainsnak", _Snak), ("rank", str, "normal"), ("id", str, "")], gc=False)
         by_prop: dict[str, type] = {}
         for pid, quals in spec.qualified:
             qual_struct = _keyed(f"Qualifiers{pid}", list(quals), list[_Snak])
             by_prop[pid] = msgspec.defstruct(f"QualifiedStatement{pid}", [
                 ("mainsnak", _Snak), ("rank", str, "normal"), ("id", str, ""),
-                ("qualifiers", qual_struct | list, msgspec.field(default_factory=list))])
+                ("qualifiers", qual_struct | list, msgspec.field(default_factory=list))],
+                gc=False)
         self.truthy = None if spec.relations is None else set(spec.relations)
         if spec.relations is None:
             if by_prop:
@@ -79,23 +82,28 @@ class EntityReader:
             self.claim_keys = keys
             fields = [(f"f{i}", list[by_prop.get(k, statement)], []) for i, k in enumerate(keys)]
             claims = msgspec.defstruct("Claims", fields,
-                                       rename={f"f{i}": k for i, k in enumerate(keys)})
+                                       rename={f"f{i}": k for i, k in enumerate(keys)}, gc=False)
         entity = msgspec.defstruct("Entity", [
             ("id", str), ("type", str, ""),
             ("labels", labels | list, msgspec.field(default_factory=list)),
             ("aliases", aliases | list, msgspec.field(default_factory=list)),
             ("descriptions", labels | list, msgspec.field(default_factory=list)),
             ("claims", claims | list, msgspec.field(default_factory=list)),
-            ("modified", str, "")])
+            ("modified", str, "")], gc=False)
         self.decoder = msgspec.json.Decoder(entity)
 
     def read(self, batch: bytes, rows: Rows, stats: PieceStats) -> None:
         """Read the whole lines of ``batch``; line numbers in errors count from 1 at its start."""
-        decode = self.decoder.decode
         lines = batch.split(b"\n")
         if lines and not lines[-1]:
             lines.pop()        # the newline ending the last line starts no line
         stats.lines += len(lines)
+        self._lines(lines, stats, rows, _appenders(rows.statements, _FACT_COLUMNS),
+                    _appenders(rows.names, ("entity_id", "kind", "value")))
+
+    def _lines(self, lines: list, stats: PieceStats, rows: Rows, facts: tuple, names: tuple
+               ) -> None:
+        decode = self.decoder.decode
         for number, raw in enumerate(lines, 1):
             line = raw.strip()
             if not line or line == b"[":
@@ -127,67 +135,42 @@ class EntityReader:
             stats.entities += 1
             if ent.modified > stats.modified:
                 stats.modified = ent.modified
-            self._entity(ent, rows)
+            self._entity(ent, rows, facts, names)
 
     def _bad(self, number: int, reason: str, stats: PieceStats) -> None:
         if not self.spec.skip_bad:
             raise DumpLineError(number, reason)
         stats.bad_lines += 1
 
-    def _entity(self, ent, rows: Rows) -> None:
+    def _entity(self, ent, rows: Rows, facts: tuple, names: tuple) -> None:
         eid = entity_id(ent.id)
-        names = rows.names
+        name_id, name_kind, name_value = names
         label = ent.labels.f0 if not isinstance(ent.labels, list) else None
         if label is not None and label.value:
-            names["entity_id"].append(eid)
-            names["kind"].append("label")
-            names["value"].append(label.value)
+            name_id(eid), name_kind("label"), name_value(label.value)
         if not isinstance(ent.aliases, list):
             for alias in ent.aliases.f0:
                 if alias.value:
-                    names["entity_id"].append(eid)
-                    names["kind"].append("alt")
-                    names["value"].append(alias.value)
+                    name_id(eid), name_kind("alt"), name_value(alias.value)
         is_property = ent.type == "property"
         if is_property and not isinstance(ent.descriptions, list):
             desc = ent.descriptions.f0
             if desc is not None and desc.value:
-                names["entity_id"].append(eid)
-                names["kind"].append("description")
-                names["value"].append(desc.value)
+                name_id(eid), name_kind("description"), name_value(desc.value)
         if is_property or isinstance(ent.claims, list):
             return
         if self.claim_keys is None:
             claims = ent.claims.items()
         else:
-            claims = zip(self.claim_keys, (getattr(ent.claims, f"f{i}")
-                                           for i in range(len(self.claim_keys))))
+            # astuple reads the struct's fields in C, in the order of claim_keys.
+            claims = zip(self.claim_keys, msgspec.structs.astuple(ent.claims))
         for pid, statements in claims:
             if not statements:
                 continue
             if self.truthy is None or pid in self.truthy:
-                self._truthy(eid, pid, statements, rows.statements)
+                _truthy(eid, pid, statements, facts)
             if pid in self.qualifiers:
                 self._qualified(eid, pid, statements, rows.qualified)
-
-    @staticmethod
-    def _truthy(eid: str, pid: str, statements, out: dict) -> None:
-        # Best rank over every non-deprecated statement, whatever its snak type: a preferred
-        # "unknown value" hides the normal values, as in Wikidata's own truthy triples.
-        best = "preferred" if any(s.rank == "preferred" for s in statements) else "normal"
-        for s in statements:
-            snak = s.mainsnak
-            if s.rank != best or snak.snaktype != "value" or snak.datavalue is None:
-                continue
-            term = rdf_value(snak.datatype, snak.datavalue.type, snak.datavalue.value)
-            if term is None:
-                continue
-            out["relation_id"].append(pid)
-            out["subject_id"].append(eid)
-            out["object_id"].append(term[1])
-            out["object_kind"].append(term[0])
-            out["datatype"].append(term[2])
-            out["lang"].append(term[3])
 
     def _qualified(self, eid: str, pid: str, statements, out: dict) -> None:
         # Every rank: a statement node (p:/ps:) exists for deprecated statements too.
@@ -224,3 +207,31 @@ class EntityReader:
                 out["qualifier_value"].append(qvalue)
                 out["qualifier_kind"].append(qkind)
                 out["qualifier_datatype"].append(qtype)
+
+
+_FACT_COLUMNS = ("relation_id", "subject_id", "object_kind", "object_id", "datatype", "lang")
+
+
+def _appenders(columns: dict, names: tuple[str, ...]) -> tuple:
+    # Bound appends, looked up once a batch rather than once a value: on dense lines the
+    # per-fact Python work costs more than msgspec's parse of the line.
+    return tuple(columns[n].append for n in names)
+
+
+def _truthy(eid: str, pid: str, statements, facts: tuple) -> None:
+    # Best rank over every non-deprecated statement, whatever its snak type: a preferred
+    # "unknown value" hides the normal values, as in Wikidata's own truthy triples.
+    best = "normal"
+    for s in statements:
+        if s.rank == "preferred":
+            best = "preferred"
+            break
+    rel, subj, kind, obj, dtype, lang = facts
+    for s in statements:
+        snak = s.mainsnak
+        dv = snak.datavalue
+        if s.rank != best or snak.snaktype != "value" or dv is None:
+            continue
+        term = rdf_value(snak.datatype, dv.type, dv.value)
+        if term is not None:
+            rel(pid), subj(eid), kind(term[0]), obj(term[1]), dtype(term[2]), lang(term[3])

@@ -31,10 +31,14 @@ class DumpOptions:
     memory_limit: str | None = None      # DuckDB's; None: half the memory, at most 8 GB
 
     def decompress_threads(self) -> int:
-        """Every core by default: indexed_bzip2 and rapidgzip decode ahead on their own threads
-        while the main process parses. On a machine busy with other work, fewer threads can be
-        faster (they waste less on waiting): docs/benchmarks.md has figures for both."""
-        return self.threads or cores()
+        """Every free core by default: indexed_bzip2 and rapidgzip decode ahead on their own
+        threads while the main process parses. A core another process keeps busy is left out
+        (builders.core.cpus): a decoder thread that waits for it wastes more than it decodes
+        (docs/benchmarks.md has figures for both)."""
+        if self.threads:
+            return self.threads
+        from builders.core.cpus import choose_threads
+        return choose_threads(None).threads
 
     def parser_workers(self) -> int:
         if self.workers is not None:

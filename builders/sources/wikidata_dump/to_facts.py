@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
+import numpy as np
 import pandas as pd
 
 from builders.core.errors import UserError
@@ -71,31 +72,50 @@ def facts_from_dump(path: str, relations, *, lang: str = "en", limit: int | None
 
 
 def _triples(table, lang: str, date_format: str) -> tuple[pd.DataFrame, int]:
-    cols = table.to_pydict()
-    out = {k: [] for k in ("relation_id", "subject_id", "object_id", "subject", "object",
-                           "object_type")}
+    """The facts table the assembly takes. Entity objects (nearly every row of a dense
+    extraction) go through in Arrow columns; only literal rows are formatted one by one, so
+    no Python string per fact and field is made (a quarter of the build's time and most of
+    its memory on 600,000 facts)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    def flat(name: str) -> pa.Array:
+        col = table[name]
+        return pa.concat_arrays(col.chunks) if col.num_chunks else pa.array([], col.type)
+
+    is_iri = pc.fill_null(pc.equal(flat("object_kind"), "iri"), False)
+    object_id, olabel = flat("object_id"), flat("object_label")
+    otype = pa.repeat("entity", table.num_rows) if table.num_rows else pa.array([], pa.string())
+    keep = None
     foreign = 0
-    xsd = {"xsd": XSD}
-    for rid, sid, oid, kind, datatype, lit_lang, subject, olabel in zip(
-            cols["relation_id"], cols["subject_id"], cols["object_id"], cols["object_kind"],
-            cols["datatype"], cols["lang"], cols["subject"], cols["object_label"]):
-        if kind == "iri":
-            otype = "entity"
-        else:
+    literal = pc.indices_nonzero(pc.invert(is_iri)).to_pylist()
+    if literal:
+        lits = table.take(literal).select(["object_id", "datatype", "lang"]).to_pydict()
+        xsd = {"xsd": XSD}
+        values, types, dropped = [], [], []
+        for i, (oid, datatype, lit_lang) in enumerate(zip(lits["object_id"], lits["datatype"],
+                                                          lits["lang"])):
             if lit_lang and lit_lang != lang:
-                foreign += 1
+                dropped.append(literal[i])
+                values.append(None)
+                types.append(None)
                 continue
             dtype = datatype or XSD + "string"
-            olabel = literal_label({"value": oid, "datatype": dtype}, date_format)
-            oid = olabel
-            otype = compact(dtype, xsd)
-        out["relation_id"].append(rid)
-        out["subject_id"].append(sid)
-        out["object_id"].append(oid)
-        out["subject"].append(subject)
-        out["object"].append(olabel)
-        out["object_type"].append(otype)
-    return pd.DataFrame(out), foreign
+            values.append(literal_label({"value": oid, "datatype": dtype}, date_format))
+            types.append(compact(dtype, xsd))
+        mask = pc.invert(is_iri)
+        values, types = pa.array(values, pa.string()), pa.array(types, pa.string())
+        object_id = pc.replace_with_mask(object_id, mask, values)
+        olabel = pc.replace_with_mask(olabel, mask, values)
+        otype = pc.replace_with_mask(otype, mask, types)
+        foreign = len(dropped)
+        if dropped:
+            keep = pa.array(np.isin(np.arange(table.num_rows), dropped, invert=True))
+    out = pa.table({"relation_id": table["relation_id"], "subject_id": table["subject_id"],
+                    "object_id": object_id, "subject": table["subject"], "object": olabel,
+                    "object_type": otype})
+    if keep is not None:
+        out = out.filter(keep)
+    return out.to_pandas(), foreign
 
 
 def _relation_meta(rels: list[str], names: dict) -> pd.DataFrame:

@@ -1,0 +1,141 @@
+"""How many threads a command should run on: from the work it has and the cores it can get.
+
+Torch (and a parallel decompressor) start one thread per core by default. When another process
+holds one of those cores, every parallel step waits at its barrier for the thread that is not
+running, and a job that took 15 s alone takes 140 s. So the count is the cores that are both
+ours (``os.sched_getaffinity``: a ``taskset`` or a batch scheduler's slot) and idle (measured
+over a short window, the other processes' share only), capped by what the work can use (a small
+model gains nothing from a second thread). ``--threads`` overrides the choice; either way it is
+recorded where the command records its run.
+
+No torch here: builders import it, and the choice is a number that the caller applies.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass
+
+SAMPLE_S = 0.2
+# A core counts as free when less than a quarter of it is used by others: a thread on a core
+# that another process keeps half busy is the straggler the others wait for.
+_SPARE = 0.25
+
+
+@dataclass(frozen=True)
+class ThreadChoice:
+    threads: int
+    chosen_by: str          # "--threads" | "auto"
+    cores: int              # the cores this process may run on
+    busy_cores: float | None  # their use by other processes when the choice was made
+    work_cap: int | None    # the most threads the work can use (None: no cap)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def available_cores() -> int:
+    """The cores this process may run on: its affinity, and no more than a container's CPU
+    quota (``docker --cpus 2`` on a 64-core host leaves all 64 in the affinity)."""
+    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+    quota = _cgroup_quota()
+    return max(1, min(n, quota) if quota else n)
+
+
+def quota_cores(text: str) -> int | None:
+    """Whole cores of a cgroup v2 ``cpu.max`` line (``max`` or ``QUOTA PERIOD``), rounded up.
+
+    >>> quota_cores("max 100000"), quota_cores("150000 100000"), quota_cores("junk")
+    (None, 2, None)
+    """
+    parts = text.split()
+    try:
+        if len(parts) == 2 and parts[0] != "max" and int(parts[1]) > 0:
+            return max(1, -(-int(parts[0]) // int(parts[1])))
+    except ValueError:
+        pass
+    return None
+
+
+def _cgroup_quota() -> int | None:
+    try:
+        with open("/sys/fs/cgroup/cpu.max", encoding="ascii") as fh:
+            return quota_cores(fh.read())
+    except OSError:
+        pass
+    try:  # cgroup v1
+        with open("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", encoding="ascii") as q, \
+                open("/sys/fs/cgroup/cpu/cpu.cfs_period_us", encoding="ascii") as p:
+            quota = q.read().strip()
+            return None if quota.startswith("-") else quota_cores(f"{quota} {p.read()}")
+    except OSError:
+        return None
+
+
+def _cpu_times(cpus: set[int] | None) -> tuple[float, float] | None:
+    """(busy, total) jiffies summed over ``cpus`` (every CPU if None), from /proc/stat."""
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    busy = total = 0
+    for line in text.splitlines():
+        if not line.startswith("cpu") or line.startswith("cpu "):
+            continue
+        name, *fields = line.split()
+        try:
+            if cpus is not None and int(name[3:]) not in cpus:
+                continue
+            values = [int(v) for v in fields[:8]]
+        except ValueError:
+            continue
+        # user nice system idle iowait irq softirq steal: idle and iowait are not busy.
+        total += sum(values)
+        busy += sum(values) - values[3] - values[4]
+    return (busy, total) if total else None
+
+
+def busy_cores(sample_s: float = SAMPLE_S) -> float | None:
+    """How many of our cores other processes kept busy over ``sample_s`` seconds (this
+    process's own use subtracted); None where /proc/stat cannot be read."""
+    cpus = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+    before = _cpu_times(cpus)
+    if before is None:
+        return None
+    own0, wall0 = time.process_time(), time.monotonic()
+    time.sleep(sample_s)
+    after = _cpu_times(cpus)
+    own, wall = time.process_time() - own0, time.monotonic() - wall0
+    if after is None or after[1] <= before[1] or wall <= 0:
+        return None
+    n = len(cpus) if cpus else (os.cpu_count() or 1)
+    share = (after[0] - before[0]) / (after[1] - before[1])     # of all our cores
+    return round(max(0.0, share * n - own / wall), 2)
+
+
+def free_cores(cores: int, busy: float | None) -> int:
+    """Cores left to us when others keep ``busy`` of our ``cores`` busy (at least one).
+
+    >>> free_cores(2, 0.05), free_cores(2, 1.0), free_cores(2, 0.6), free_cores(8, 2.1)
+    (2, 1, 1, 6)
+    """
+    if busy is None:
+        return cores
+    return max(1, min(cores, int(cores - busy + _SPARE)))
+
+
+def choose_threads(requested: int | None, work_cap: int | None = None,
+                   sample_s: float = SAMPLE_S) -> ThreadChoice:
+    """``requested`` (the ``--threads`` flag) if given, else the free cores capped by the
+    work's own limit."""
+    cores = available_cores()
+    if requested is not None:
+        return ThreadChoice(int(requested), "--threads", cores, None, work_cap)
+    # Nothing to measure when the answer is one thread whatever the load.
+    busy = busy_cores(sample_s) if cores > 1 and work_cap != 1 else None
+    n = free_cores(cores, busy)
+    if work_cap is not None:
+        n = max(1, min(n, work_cap))
+    return ThreadChoice(n, "auto", cores, busy, work_cap)
