@@ -22,6 +22,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from builders.core import jsonsafe
 
 SENTINEL = ".factprobe-incomplete"   # in a temporary folder until it is complete (builders.core.swap)
 # Checked in this order: a Hub folder also holds the dataset's dataset.json.
@@ -115,7 +116,7 @@ def identify(folder: Path) -> Found:
         if path.is_symlink() or not path.is_file():
             continue
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = jsonsafe.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         if not isinstance(data, dict):

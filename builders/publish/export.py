@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import yaml
 
+from builders.core import jsonsafe
 from builders.core.errors import UserError
 from builders.core.outdir import atomic_folder, stamp
 from builders.core.tables import (
@@ -222,7 +223,7 @@ def is_hub_layout(folder: Path) -> bool:
 
 def read_layout(folder: Path) -> dict:
     try:
-        layout = json.loads((folder / LAYOUT_FILE).read_text(encoding="utf-8"))
+        layout = jsonsafe.loads((folder / LAYOUT_FILE).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise UserError(f"{folder / LAYOUT_FILE} is unreadable ({exc.__class__.__name__}); "
                         f"export or download the dataset again") from None

@@ -1,0 +1,110 @@
+"""Keeping secrets out of everything factprobe prints or writes.
+
+Two kinds of secret reach factprobe: tokens in the environment (``OPENAI_API_KEY``,
+``HF_TOKEN``) and credentials inside a URL the user gives (``https://user:pass@host/``, or a
+``?api_key=...`` query parameter). :func:`redact_url` is the form of a URL that may be shown or
+recorded (messages, ``dataset.json``, provenance, cache entries and keys); it also remembers the
+credentials it removed, so that :func:`scrub` masks them, and the environment's tokens, wherever
+else they turn up: an LLM server that echoes the key in its answer, an error text that quotes
+the URL, a message printed by a library.
+"""
+from __future__ import annotations
+
+import os
+import re
+from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
+
+MASK = "***"
+# The variables factprobe reads a secret from (huggingface_hub also reads the second name).
+SECRET_ENVS = ("OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
+# Query parameters that carry a credential by their name (OpenAI-style proxies, Azure, S3...).
+_KEYLIKE = re.compile(r"(key|token|secret|passw|pwd|auth|signature|sig$|credential|session)",
+                      re.IGNORECASE)
+# ``scheme://userinfo@`` anywhere in a text (a URL quoted by a library's message).
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s@?#]+@")
+# Shorter values (an empty or "x" password) would mask ordinary words in every message.
+_MIN_SECRET = 4
+_seen: set[str] = set()
+
+
+def remember(value: str | None) -> None:
+    """Mask ``value`` (and its %-encoded forms) from now on."""
+    if value and len(value) >= _MIN_SECRET:
+        _seen.update({value, unquote(value), quote(value, safe="")})
+
+
+def known() -> list[str]:
+    """Every secret to mask, longest first (so a secret holding another is masked whole)."""
+    found = set(_seen)
+    for name in SECRET_ENVS:
+        value = os.environ.get(name, "")
+        if len(value) >= _MIN_SECRET:
+            found.add(value)
+    return sorted(found, key=lambda s: (-len(s), s))
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its password or user info and key-like query values masked (and
+    remembered for :func:`scrub`); unchanged, character for character, when it holds none.
+
+    >>> redact_url("https://me:s3cret@host:8080/sparql?x=1&api_key=abcd1234")
+    'https://***@host:8080/sparql?x=1&api_key=***'
+    >>> redact_url("https://query.wikidata.org/sparql?format=json")
+    'https://query.wikidata.org/sparql?format=json'
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:      # not a URL: nothing structured to redact, but userinfo-like text
+        return _USERINFO.sub(lambda m: m.group(1) + MASK + "@", url)
+    netloc, query = parts.netloc, parts.query
+    if "@" in netloc:
+        userinfo, _, hostport = netloc.rpartition("@")
+        user, _, password = userinfo.partition(":")
+        remember(password or user)
+        remember(userinfo)
+        netloc = f"{MASK}@{hostport}"
+    if query:
+        masked = []
+        changed = False
+        for piece in query.split("&"):
+            name, eq, value = piece.partition("=")
+            if eq and value and _KEYLIKE.search(unquote(name)):
+                remember(value)
+                masked.append(f"{name}={MASK}")
+                changed = True
+            else:
+                masked.append(piece)
+        if changed:
+            query = "&".join(masked)
+    if netloc == parts.netloc and query == parts.query:
+        return url
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def is_redacted(url: str) -> bool:
+    """Whether ``url`` is a form :func:`redact_url` masked (its credentials are gone).
+
+    >>> is_redacted("https://***@host/sparql"), is_redacted("https://host/sparql")
+    (True, False)
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return parts.netloc.startswith(MASK + "@") or any(
+        v == MASK for _, v in parse_qsl(parts.query, keep_blank_values=True))
+
+
+def scrub(text: str) -> str:
+    """``text`` with every known secret and any URL's user info masked.
+
+    >>> remember("sk-live-0123456789")
+    >>> scrub("key sk-live-0123456789 at http://u:p@h/x")
+    'key *** at http://***@h/x'
+    """
+    for secret in known():
+        if secret in text:
+            text = text.replace(secret, MASK)
+    if "@" in text:
+        text = _USERINFO.sub(lambda m: m.group(1) + MASK + "@", text)
+    return text
