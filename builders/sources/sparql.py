@@ -13,6 +13,7 @@ import socket
 import urllib.error
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from builders.core import jsonsafe
 from builders.core.cache import ResponseCache, request_key
@@ -81,6 +82,8 @@ class HttpEndpoint:
         self.url = http_url(url, "SPARQL endpoint", "--endpoint http://host:port/query")
         # what may be shown or recorded: no credentials (they stay in self.url for requests)
         self.shown = redact_url(self.url)
+        # urllib takes user:password@ for part of the host name: they go as HTTP Basic instead
+        self._request_url, self._credentials = _split_credentials(self.url)
         self.cache = ResponseCache(cache_dir, "sparql", results_problem)
         self.agent = user_agent(contact)
         self.timeout_s = timeout_s
@@ -113,7 +116,9 @@ class HttpEndpoint:
             SPARQLWrapperException,
             Unauthorized,
         )
-        sw = SPARQLWrapper(self.url, agent=self.agent)
+        sw = SPARQLWrapper(self._request_url, agent=self.agent)
+        if self._credentials:
+            sw.setCredentials(*self._credentials)
         sw.setQuery(query)
         sw.setMethod(POST)
         sw.setReturnFormat(JSON)
@@ -152,6 +157,23 @@ class HttpEndpoint:
             raise Retryable(f"the answer is {jsonsafe.TooDeep()}") from None
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise Retryable("the answer was not JSON (an error page?)") from None
+
+
+def _split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """``url`` without its user info, and the (user, password) it held.
+
+    >>> _split_credentials("http://me:p%40ss@host:7878/query?x=1")
+    ('http://host:7878/query?x=1', ('me', 'p@ss'))
+    >>> _split_credentials("http://host/query")
+    ('http://host/query', None)
+    """
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    return (urlunsplit((parts.scheme, hostport, parts.path, parts.query, parts.fragment)),
+            (unquote(user), unquote(password)))
 
 
 def rdf_format(path: Path):
