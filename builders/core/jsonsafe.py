@@ -100,6 +100,26 @@ def loads(data: str | bytes | bytearray, decode=json.loads) -> Any:
     return check_depth(value)
 
 
+def yaml_load(text: str) -> Any:
+    """``yaml.safe_load(text)`` with YAML (a superset of JSON) nested too deeply for its
+    recursive parser refused as a ``yaml.YAMLError`` whose ``problem`` says so.
+
+    >>> yaml_load("a: [1]")
+    {'a': [1]}
+    >>> yaml_load("[" * 100000 + "]" * 100000)
+    Traceback (most recent call last):
+    ...
+    yaml.error.YAMLError: nested too deeply
+    """
+    import yaml
+    try:
+        return yaml.safe_load(text)
+    except RecursionError:
+        exc = yaml.YAMLError("nested too deeply")
+        exc.problem = "nested too deeply"
+        raise exc from None
+
+
 def read(path, decode=json.loads) -> Any:
     """The decoded JSON in the file ``path`` (UTF-8): ``OSError``, ``UnicodeDecodeError`` or
     ``json.JSONDecodeError`` (:class:`TooDeep` among them) for a file that is none."""

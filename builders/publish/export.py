@@ -141,7 +141,7 @@ def dvc_lock_entry(dataset: Path) -> tuple[str | None, str | None]:
         return None, None
     rel = folder.relative_to(root).as_posix()
     try:
-        data = yaml.safe_load(lock.read_text(encoding="utf-8")) or {}
+        data = jsonsafe.yaml_load(lock.read_text(encoding="utf-8")) or {}
     except (yaml.YAMLError, OSError):
         return None, None
     for stage, body in (data.get("stages") or {}).items():

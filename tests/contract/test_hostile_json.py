@@ -2,7 +2,8 @@
 answer, an LLM response body and an LLM message's text (from a real local server), a T-REx
 line (with and without orjson), an FKTC import, a Wikidata dump line, a LPAQA template file, a
 dataset's ``dataset.json``, a Hub layout file, a model's ``config.json``, ``run.json`` and
-``planted.json`` read by report and merge. Each ends in one line and exit 2 (the harness's
+``planted.json`` read by report and merge, and YAML (a superset of JSON: template files,
+``--card-meta``). Each ends in one line and exit 2 (the harness's
 contract: no traceback, nothing of the workspace changed), never a ``RecursionError``; a
 deep answer is never cached. Then: a deep cache entry on disk is a miss, not a crash, and
 ``build templates --refresh`` replaces cached answers.
@@ -170,6 +171,12 @@ FILES = [
     Case("report-planted-json-deep", ("report", "--results", "run", "--planted", "p.json",
                                       "--out", "rep"), ("p.json",),
          setup=put("p.json", DEEP_ARRAY)),
+    Case("templates-yaml-deep", ("build", "templates", "--templates-dir", "td", "--paraphrases",
+                                 "0", "--out", "out"), ("P1.yaml", "nested"),
+         setup=put("td/P1.yaml", "relation: P1\ntemplates: " + DEEP_ARRAY + "\n")),
+    Case("card-meta-yaml-deep", ("publish", "mc", "--repo-id", "me/mc", "--card-meta", "m.yaml",
+                                 "--dry-run", "pub"), ("m.yaml", "nested"),
+         setup=put("m.yaml", "pretty_name: " + DEEP_ARRAY + "\n")),
     Case("merge-run-json-deep", ("merge", "deepshard", "--out", "merged"), ("run.json",),
          setup=copy_with("shard", "deepshard", "run.json", DEEP_ARRAY)),
 ]
