@@ -17,9 +17,12 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 MASK = "***"
 # The variables factprobe reads a secret from (huggingface_hub also reads the second name).
 SECRET_ENVS = ("OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")
-# Query parameters that carry a credential by their name (OpenAI-style proxies, Azure, S3...).
-_KEYLIKE = re.compile(r"(key|token|secret|passw|pwd|auth|signature|sig$|credential|session)",
-                      re.IGNORECASE)
+# Query parameters that carry a credential by their name, judged by its last word (api_key,
+# subscription-key, X-Amz-Signature, access_token...): ``author`` or ``keyword`` are no secret,
+# and masking them would make two different requests share one cache key.
+_KEYLIKE = re.compile(r"(?i)^(.*[-_.])?(api-?key|apikey|key|token|accesstoken|auth|"
+                      r"authorization|secret|password|passwd|pwd|sig|signature|credential|"
+                      r"session|sessionid|sessiontoken)$")
 # ``scheme://userinfo@`` anywhere in a text (a URL quoted by a library's message).
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s@?#]+@")
 # Shorter values (an empty or "x" password) would mask ordinary words in every message.
@@ -51,34 +54,41 @@ def redact_url(url: str) -> str:
     'https://***@host:8080/sparql?x=1&api_key=***'
     >>> redact_url("https://query.wikidata.org/sparql?format=json")
     'https://query.wikidata.org/sparql?format=json'
+    >>> redact_url("http://h/v1#access_token=abcd1234")
+    'http://h/v1#access_token=***'
+    >>> redact_url("http://h/q?author=me&keyword=x&X-Amz-Signature=abcd&subscription-key=efgh")
+    'http://h/q?author=me&keyword=x&X-Amz-Signature=***&subscription-key=***'
     """
     try:
         parts = urlsplit(url)
     except ValueError:      # not a URL: nothing structured to redact, but userinfo-like text
         return _USERINFO.sub(lambda m: m.group(1) + MASK + "@", url)
-    netloc, query = parts.netloc, parts.query
+    netloc = parts.netloc
     if "@" in netloc:
         userinfo, _, hostport = netloc.rpartition("@")
         user, _, password = userinfo.partition(":")
         remember(password or user)
         remember(userinfo)
         netloc = f"{MASK}@{hostport}"
-    if query:
-        masked = []
-        changed = False
-        for piece in query.split("&"):
-            name, eq, value = piece.partition("=")
-            if eq and value and _KEYLIKE.search(unquote(name)):
-                remember(value)
-                masked.append(f"{name}={MASK}")
-                changed = True
-            else:
-                masked.append(piece)
-        if changed:
-            query = "&".join(masked)
-    if netloc == parts.netloc and query == parts.query:
+    query, fragment = _mask_pairs(parts.query), _mask_pairs(parts.fragment)
+    if netloc == parts.netloc and query == parts.query and fragment == parts.fragment:
         return url
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, fragment))
+
+
+def _mask_pairs(text: str) -> str:
+    """``a=1&api_key=s`` with the values of key-like names masked (and remembered); a fragment
+    too, where OAuth's implicit flow puts ``#access_token=...``."""
+    if "=" not in text:
+        return text
+    masked = []
+    for piece in text.split("&"):
+        name, eq, value = piece.partition("=")
+        if eq and value and _KEYLIKE.match(unquote(name).replace("_", "-")):
+            remember(value)
+            piece = f"{name}={MASK}"
+        masked.append(piece)
+    return "&".join(masked)
 
 
 def is_redacted(url: str) -> bool:
