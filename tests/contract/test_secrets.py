@@ -121,6 +121,13 @@ CASES = [
     Secret("sparql-userinfo-not-a-url", ("build", "facts", "--source", "sparql", "--endpoint",
                                          "http://me:" + PASSWORD + "@[::1/query", "--relations",
                                          "P36", "--retries", "0", "--out", "out"), 2),
+    # init writes the endpoint into committed files: credentials there are refused
+    Secret("init-endpoint-with-password", ("init", "repo", "--source", "sparql", "--endpoint",
+                                           with_userinfo("{srvhost}/query"), "--relations",
+                                           "P36"), 2, needles=("credentials", "***@")),
+    Secret("init-endpoint-with-query-key", ("init", "repo", "--source", "sparql", "--endpoint",
+                                            "{srv}/query?api_key=" + QKEY, "--relations", "P36"),
+           2, needles=("credentials",)),
     # the Wikidata API
     Secret("wikidata-api-userinfo-404",
            ("build", "aliases", "--facts", "wdfacts", "--api-url",
