@@ -25,8 +25,10 @@ _KEYLIKE = re.compile(r"(?i)^(.*[-_.])?(api-?key|apikey|key|token|accesstoken|au
                       r"session|sessionid|sessiontoken)$")
 # ``scheme://userinfo@`` anywhere in a text (a URL quoted by a library's message).
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s@?#]+@")
-# Shorter values (an empty or "x" password) would mask ordinary words in every message.
-_MIN_SECRET = 4
+# Shorter values would mask ordinary words everywhere: local servers take any key, and
+# OPENAI_API_KEY=EMPTY or =none is common. Real keys are 20+ characters; a short URL password
+# is still masked inside the URL itself (redact_url works on its structure).
+_MIN_SECRET = 8
 _seen: set[str] = set()
 
 
@@ -102,7 +104,8 @@ def is_redacted(url: str) -> bool:
     except ValueError:
         return False
     return parts.netloc.startswith(MASK + "@") or any(
-        v == MASK for _, v in parse_qsl(parts.query, keep_blank_values=True))
+        v == MASK for text in (parts.query, parts.fragment)
+        for _, v in parse_qsl(text, keep_blank_values=True))
 
 
 def scrub(text: str) -> str:
