@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from builders.core import jsonsafe
 from builders.core.errors import UserError
 from builders.core.retry import Retryable, RetryPolicy, with_retries
 
@@ -69,7 +70,7 @@ class ResponseCache:
         if self.folder is None:
             return None
         try:
-            entry = json.loads(self._path(key).read_bytes().decode("utf-8"))
+            entry = jsonsafe.loads(self._path(key).read_bytes().decode("utf-8"))
         except (OSError, ValueError):  # absent, unreadable, not UTF-8, not JSON: a miss
             return None
         if (not isinstance(entry, dict) or not isinstance(entry.get("retrieved"), str)

@@ -22,6 +22,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from builders.core import jsonsafe
 
 from builders.core.writer import WRITER
 
@@ -129,7 +130,7 @@ def identify(folder: Path) -> Found:
         if path.is_symlink() or not path.is_file():
             continue
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = jsonsafe.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError, RecursionError):   # a marker nested too deep is no marker
             continue
         if not isinstance(data, dict):

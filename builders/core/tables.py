@@ -17,6 +17,7 @@ from typing import Any, Iterator, Mapping
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from builders.core import jsonsafe
 from builders.core.errors import UserError
 from builders.core.outdir import atomic_folder, stamp
 
@@ -194,7 +195,7 @@ def read_manifest(folder: str | os.PathLike) -> dict:
     if not path.is_file():
         raise UserError(f"{path} not found: {folder} is not a factprobe dataset folder.")
     try:
-        manifest = json.loads(path.read_bytes().decode("utf-8"))
+        manifest = jsonsafe.loads(path.read_bytes().decode("utf-8"))
     except OSError as exc:
         raise UserError(f"cannot read {path} ({exc.strerror or exc}); check its permissions"
                         ) from None

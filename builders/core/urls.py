@@ -10,13 +10,15 @@ import re
 from urllib.parse import urlsplit
 
 from builders.core.errors import UserError
+from builders.core.redact import redact_url
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def http_url(url: str, flag: str, example: str) -> str:
     """``url`` if it is an absolute http(s) URL with a host; else a :class:`UserError` that
-    names ``flag`` and shows ``example``.
+    names ``flag`` and shows ``example``. Credentials in it are remembered, to be masked
+    wherever they would be printed or written (:mod:`builders.core.redact`), this message first.
 
     >>> http_url("http://127.0.0.1:7878/query", "--endpoint", "http://host:port/query")
     'http://127.0.0.1:7878/query'
@@ -25,17 +27,18 @@ def http_url(url: str, flag: str, example: str) -> str:
     ...
     builders.core.errors.UserError: --endpoint 'http://[::1/q' is not a valid URL (Invalid IPv6 URL); give e.g. http://host:port/query
     """
+    shown = redact_url(url)
     if _CONTROL.search(url) or " " in url:
-        raise UserError(f"{flag} {url!r} holds a space or control character; give e.g. "
+        raise UserError(f"{flag} {shown!r} holds a space or control character; give e.g. "
                         f"{example}")
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - parsing the port is what raises for a bad one
     except ValueError as exc:
-        raise UserError(f"{flag} {url!r} is not a valid URL ({exc}); give e.g. {example}"
+        raise UserError(f"{flag} {shown!r} is not a valid URL ({exc}); give e.g. {example}"
                         ) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UserError(f"{flag} {url!r} is not an http(s) URL; give e.g. {example}")
+        raise UserError(f"{flag} {shown!r} is not an http(s) URL; give e.g. {example}")
     return url
 
 

@@ -11,6 +11,7 @@ import pyarrow as pa
 from builders.core.errors import UserError
 from builders.core.inputs import FACTS, InputDataset, Needs, as_input
 from builders.core.provenance import input_of, make_provenance
+from builders.core.redact import is_redacted
 from builders.core.retry import RetryPolicy
 from builders.core.tables import base_manifest, file_sha256, read_table, write_dataset
 from builders.core.transport import DEFAULT_MAX_ANSWER_MB, MB
@@ -54,6 +55,9 @@ def _graph_for(cfg: AliasConfig, manifest: dict) -> tuple[Endpoint, dict[str, st
         raise UserError(f"{cfg.facts} was built from {src.get('type', 'an unknown source')}, "
                         f"which has no graph to read altLabels from; pass --path FILE or "
                         f"--endpoint URL, or use --via wikidata")
+    if not cfg.endpoint and is_redacted(str(url)):
+        raise UserError(f"{cfg.facts} was built from {url}, whose credentials factprobe does not "
+                        f"record; pass --endpoint URL with them again")
     return (HttpEndpoint(url, cache_dir=cfg.cache_dir, contact=cfg.contact,
                          timeout_s=cfg.timeout_s, policy=policy, refresh=cfg.refresh,
                          max_bytes=int(cfg.max_answer_mb * MB)),

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from builders.core import jsonsafe
 from builders.core.errors import UserError
 from builders.core.tables import (
     FACTS_SCHEMA,
@@ -57,7 +58,7 @@ def relation_of(file_name: str) -> str:
 
 def _json_line(path: Path, lineno: int, line: str) -> dict:
     try:
-        value = json.loads(line)
+        value = jsonsafe.loads(line)
     except json.JSONDecodeError as exc:
         raise UserError(f"{path}:{lineno}: not a JSON line ({exc.msg})") from None
     except RecursionError:

@@ -82,5 +82,5 @@ def build_nobel_from(src: NobelSource, cfg: NobelConfig) -> Path:
                                 timeout_s=src.timeout_s, policy=RetryPolicy(retries=src.retries),
                                 refresh=src.refresh, max_bytes=int(src.max_answer_mb * MB))
         prefixes = {**WELL_KNOWN, **src.prefixes}
-        tag = "wikidata" if source == "wikidata" else f"sparql:{url}"
+        tag = "wikidata" if source == "wikidata" else f"sparql:{endpoint.shown}"
     return build_nobel(endpoint, cfg, prefixes, tag)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from builders.core import jsonsafe
 from builders.core.errors import UserError
 
 KEYS = ("pretty_name", "description", "authors", "license")
@@ -55,7 +56,7 @@ def load_card_meta(path: str | Path) -> CardMeta:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
         raise UserError(f"--card-meta {path} cannot be read ({why})") from None
     try:
-        data = yaml.safe_load(text)
+        data = jsonsafe.yaml_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

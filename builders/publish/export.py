@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import yaml
 
+from builders.core import jsonsafe
 from builders.core.errors import UserError
 from builders.core.outdir import atomic_folder, stamp
 from builders.core.tables import (
@@ -140,7 +141,7 @@ def dvc_lock_entry(dataset: Path) -> tuple[str | None, str | None]:
         return None, None
     rel = folder.relative_to(root).as_posix()
     try:
-        data = yaml.safe_load(lock.read_text(encoding="utf-8")) or {}
+        data = jsonsafe.yaml_load(lock.read_text(encoding="utf-8")) or {}
     except (yaml.YAMLError, OSError):
         return None, None
     for stage, body in (data.get("stages") or {}).items():
@@ -222,7 +223,7 @@ def is_hub_layout(folder: Path) -> bool:
 
 def read_layout(folder: Path) -> dict:
     try:
-        layout = json.loads((folder / LAYOUT_FILE).read_text(encoding="utf-8"))
+        layout = jsonsafe.loads((folder / LAYOUT_FILE).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise UserError(f"{folder / LAYOUT_FILE} is unreadable ({exc.__class__.__name__}); "
                         f"export or download the dataset again") from None

@@ -14,9 +14,12 @@ import socket
 import urllib.error
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import unquote, urlsplit, urlunsplit
 
+from builders.core import jsonsafe
 from builders.core.cache import ResponseCache, request_key
 from builders.core.errors import UserError
+from builders.core.redact import redact_url
 from builders.core.retry import Retryable, RetryPolicy, parse_retry_after
 from builders.core.tables import factprobe_version, file_sha256
 from builders.core.transport import (
@@ -90,6 +93,10 @@ class HttpEndpoint:
                  timeout_s: float = 65.0, policy: RetryPolicy = RetryPolicy(),
                  refresh: bool = False, max_bytes: int = DEFAULT_MAX_ANSWER_MB * MB):
         self.url = http_url(url, "SPARQL endpoint", "--endpoint http://host:port/query")
+        # what may be shown or recorded: no credentials (they stay in self.url for requests)
+        self.shown = redact_url(self.url)
+        # urllib takes user:password@ for part of the host name: they go as HTTP Basic instead
+        self._request_url, self._credentials = _split_credentials(self.url)
         self.cache = ResponseCache(cache_dir, "sparql", results_problem)
         self.agent = user_agent(contact)
         self.timeout_s = timeout_s
@@ -97,19 +104,19 @@ class HttpEndpoint:
         self.policy = policy
         self.refresh = refresh
         self._dates: set[str] = set()
-        self.description = {"endpoint": url}
+        self.description = {"endpoint": self.shown}
 
     def retrieval_dates(self) -> list[str]:
         return sorted(self._dates)
 
     def select(self, query: str, required: tuple[str, ...] = ()) -> dict:
-        key = request_key(self.url, query)
+        key = request_key(self.shown, query)
         binds = (lambda payload: results_problem(payload, required)) if required else None
         hit = None if self.refresh else self.cache.get(key, binds)
         if hit is None:
             hit = self.cache.retrieve(key, lambda: self._fetch(query), self.policy,
-                                      f"SPARQL query to {self.url}", check=binds,
-                                      endpoint=self.url)
+                                      f"SPARQL query to {self.shown}", check=binds,
+                                      endpoint=self.shown)
         self._dates.add(hit["retrieved"][:10])
         return hit["response"]
 
@@ -123,7 +130,9 @@ class HttpEndpoint:
             SPARQLWrapperException,
             Unauthorized,
         )
-        sw = SPARQLWrapper(self.url, agent=self.agent)
+        sw = SPARQLWrapper(self._request_url, agent=self.agent)
+        if self._credentials:
+            sw.setCredentials(*self._credentials)
         sw.setQuery(query)
         sw.setMethod(POST)
         sw.setReturnFormat(JSON)
@@ -140,19 +149,19 @@ class HttpEndpoint:
             if exc.code == 429 or exc.code >= 500:
                 raise Retryable(f"HTTP {exc.code}",
                                 parse_retry_after(exc.headers.get("Retry-After"))) from None
-            raise UserError(f"SPARQL endpoint {self.url} answered HTTP {exc.code} {exc.reason}; "
+            raise UserError(f"SPARQL endpoint {self.shown} answered HTTP {exc.code} {exc.reason}; "
                             f"check the URL.") from None
         except EndPointInternalError:
             raise Retryable("HTTP 500 (internal server error)") from None
         except QueryBadFormed as exc:
             first = str(exc).strip().splitlines()[-1][:300]
-            raise UserError(f"SPARQL endpoint {self.url} rejected the query as malformed: "
+            raise UserError(f"SPARQL endpoint {self.shown} rejected the query as malformed: "
                             f"{first}") from None
         except EndPointNotFound:
-            raise UserError(f"SPARQL endpoint {self.url} answered 404: no SPARQL service at "
+            raise UserError(f"SPARQL endpoint {self.shown} answered 404: no SPARQL service at "
                             f"that URL; check --endpoint.") from None
         except Unauthorized:
-            raise UserError(f"SPARQL endpoint {self.url} refused access (401/403).") from None
+            raise UserError(f"SPARQL endpoint {self.shown} refused access (401/403).") from None
         except SPARQLWrapperException as exc:
             raise Retryable(str(exc).splitlines()[0]) from None
         except urllib.error.URLError as exc:
@@ -164,7 +173,9 @@ class HttpEndpoint:
         except http.client.HTTPException as exc:  # a header line too long, too many headers...
             raise Retryable(f"a malformed HTTP answer ({type(exc).__name__})") from None
         try:
-            return json.loads(raw)
+            return jsonsafe.loads(raw)
+        except jsonsafe.TooDeep:
+            raise Retryable(f"the answer is {jsonsafe.TooDeep()}") from None
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise Retryable("the answer was not JSON (an error page?)") from None
 
@@ -175,6 +186,23 @@ class HttpEndpoint:
             return read_capped(iter(lambda: response.read(CHUNK), b""), self.max_bytes, deadline)
         finally:
             response.close()
+
+
+def _split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """``url`` without its user info, and the (user, password) it held.
+
+    >>> _split_credentials("http://me:p%40ss@host:7878/query?x=1")
+    ('http://host:7878/query?x=1', ('me', 'p@ss'))
+    >>> _split_credentials("http://host/query")
+    ('http://host/query', None)
+    """
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    return (urlunsplit((parts.scheme, hostport, parts.path, parts.query, parts.fragment)),
+            (unquote(user), unquote(password)))
 
 
 def rdf_format(path: Path):

@@ -54,7 +54,7 @@ def _graph(cfg: FactsConfig) -> SourceResult:
                                 timeout_s=cfg.timeout_s, policy=RetryPolicy(retries=cfg.retries),
                                 refresh=cfg.refresh, max_bytes=int(cfg.max_answer_mb * MB))
         prefixes = dict(cfg.prefixes)
-        tag = "wikidata" if cfg.source == "wikidata" else f"sparql:{url}"
+        tag = "wikidata" if cfg.source == "wikidata" else f"sparql:{endpoint.shown}"
     reader = GraphReader(endpoint, GraphQueryConfig(
         lang=cfg.lang, page_size=cfg.page_size, limit=cfg.limit, date_format=cfg.date_format,
         prefixes=prefixes), source_tag=tag, wikidata=cfg.source == "wikidata",

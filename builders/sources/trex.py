@@ -22,6 +22,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from builders.core import jsonsafe
 from builders.core.errors import UserError
 from builders.datasets.facts import SourceResult
 from builders.sources.common import (
@@ -159,7 +160,7 @@ def _read_lama(path: str, files: list[Path], wanted: list[str] | None, limit: in
                 if not line.strip():
                     continue
                 try:
-                    rec = _loads(line)
+                    rec = jsonsafe.loads(line, _loads)
                 except ValueError as exc:
                     problem = _json_error(exc)
                 else:

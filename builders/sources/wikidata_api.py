@@ -6,7 +6,6 @@ a rebuild replays it without touching the network.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -15,8 +14,10 @@ from typing import Any
 import requests
 from tqdm import tqdm
 
+from builders.core import jsonsafe
 from builders.core.cache import ResponseCache, request_key
 from builders.core.errors import UserError
+from builders.core.redact import redact_url
 from builders.core.retry import Retryable, RetryPolicy, parse_retry_after
 from builders.core.transport import (
     CHUNK,
@@ -73,6 +74,7 @@ def fetch_labels_aliases(ids: list[str], *, lang: str = "en", api_url: str = API
     request or stays unreachable after ``policy.retries`` more attempts.
     """
     http_url(api_url, "Wikidata API", f"--api-url {API_URL}")
+    shown = redact_url(api_url)   # what may be shown or recorded: no credentials
     wanted = sorted({i for i in ids if isinstance(i, str) and _ID.match(i)})
     batches = [wanted[i:i + BATCH_SIZE] for i in range(0, len(wanted), BATCH_SIZE)]
     cache = ResponseCache(cache_dir, "wbgetentities", entities_problem)
@@ -80,13 +82,13 @@ def fetch_labels_aliases(ids: list[str], *, lang: str = "en", api_url: str = API
     with requests.Session() as session:
         session.headers["User-Agent"] = user_agent(contact)
         for batch in tqdm(batches, desc="Wikidata labels", unit="batch", disable=not progress):
-            key = request_key(api_url, "|".join(batch), lang)
+            key = request_key(shown, "|".join(batch), lang)
             hit = None if refresh else cache.get(key)
             if hit is None:
                 hit = cache.retrieve(key, lambda: _fetch(session, api_url, batch, lang, timeout_s,
                                                          max_bytes),
-                                     policy, f"Wikidata API request to {api_url}",
-                                     endpoint=api_url)
+                                     policy, f"Wikidata API request to {shown}",
+                                     endpoint=shown)
             dates.add(hit["retrieved"][:10])
             _collect(hit["response"]["entities"], batch, lang, result)
     result.retrieval_dates = sorted(dates)
@@ -108,7 +110,7 @@ def _fetch(session: requests.Session, api_url: str, batch: list[str], lang: str,
     try:
         resp, body = bounded(download, timeout_s)
     except AnswerTooLarge:
-        raise UserError(too_large_message(f"Wikidata API {api_url}", max_bytes,
+        raise UserError(too_large_message(f"Wikidata API {redact_url(api_url)}", max_bytes,
                                           "check --api-url")) from None
     except requests.Timeout:
         raise Retryable(f"no answer within {timeout_s:g} s (--timeout)") from None
@@ -118,10 +120,12 @@ def _fetch(session: requests.Session, api_url: str, batch: list[str], lang: str,
     if resp.status_code == 429 or resp.status_code >= 500:
         raise Retryable(f"HTTP {resp.status_code}", retry_after)
     if resp.status_code != 200:
-        raise UserError(f"Wikidata API {api_url} answered HTTP {resp.status_code} {resp.reason}; "
-                        f"check the URL.")
+        raise UserError(f"Wikidata API {redact_url(api_url)} answered HTTP {resp.status_code} "
+                        f"{resp.reason}; check the URL.")
     try:
-        data = json.loads(body)
+        data = jsonsafe.loads(body)
+    except jsonsafe.TooDeep:
+        raise Retryable(f"the answer is {jsonsafe.TooDeep()}") from None
     except ValueError:
         # Proxies and maintenance pages answer HTML with status 200; usually short-lived.
         raise Retryable("the answer was not JSON") from None
@@ -130,7 +134,8 @@ def _fetch(session: requests.Session, api_url: str, batch: list[str], lang: str,
         code, info = error.get("code", "?"), str(error.get("info", ""))[:300]
         if code == "maxlag":
             raise Retryable(f"replicas lag {error.get('lag', '?')} s (maxlag)", retry_after)
-        raise UserError(f"Wikidata API {api_url} refused the request: {code}: {info}")
+        raise UserError(f"Wikidata API {redact_url(api_url)} refused the request: {code}: "
+                        f"{info}")
     return data  # its shape is checked by entities_problem before it is cached
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 import pyarrow as pa
 import yaml
 
+from builders.core import jsonsafe
 from builders.core.errors import UserError
 from builders.core.textfiles import read_text
 
@@ -161,11 +162,13 @@ def _bad(path: Path, where: str, why: str) -> UserError:
 
 def parse_relation_file(path: Path) -> RelationTemplates:
     try:
-        data = yaml.safe_load(read_text(path, "a YAML template file"))
+        data = jsonsafe.yaml_load(read_text(path, "a YAML template file"))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "file"
-        raise _bad(path, where, "not valid YAML") from None
+        problem = getattr(exc, "problem", None)
+        raise _bad(path, where, f"not valid YAML ({problem})" if problem == "nested too deeply"
+                   else "not valid YAML") from None
     if not isinstance(data, dict):
         raise _bad(path, "file", "expected a mapping with 'relation' and 'templates'")
     unknown = set(data) - TOP_KEYS

@@ -3,12 +3,15 @@
 
 Every answer goes to ``<cache_dir>/chat/`` keyed by a hash of the model, the messages, the
 sampling parameters and the request's index, so a rebuild replays exactly the same answers in the
-same order and never needs the endpoint. The API key comes from ``OPENAI_API_KEY`` only, and
-never reaches the cache, a message or an error (:func:`scrub`).
+same order and never needs the endpoint (``--refresh`` asks again and replaces them). The API
+key comes from ``OPENAI_API_KEY`` only, and never reaches the cache, a message or an error
+(:func:`scrub`): an answer that echoes it, or the credentials of ``--llm-base-url``, is stored
+with them masked.
 """
 from __future__ import annotations
 
 import ast
+import itertools
 import json
 import os
 import re
@@ -16,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from builders.core import jsonsafe, redact
 from builders.core.cache import ResponseCache, request_key
 from builders.core.errors import UserError
 from builders.core.retry import Retryable, RetryPolicy, parse_retry_after
@@ -33,6 +37,7 @@ from builders.core.urls import http_url
 
 CACHE_NAMESPACE = "chat"
 KEY_VERSION = "chat/v1"
+_STARTS = 100          # opening brackets tried by parse_string_list
 _SECRETISH = re.compile(r"(sk-|Bearer\s+)[A-Za-z0-9_\-*.]{3,}")
 
 
@@ -47,6 +52,7 @@ class LLMConfig:
     timeout_s: float = 120.0      # for the whole answer (transport.bounded)
     retries: int = 3
     max_answer_mb: float = DEFAULT_MAX_ANSWER_MB
+    refresh: bool = False           # ask again even when an answer is cached, and replace it
 
 
 @dataclass(frozen=True)
@@ -64,44 +70,55 @@ def scrub(text: str, secret: str | None = None) -> str:
     """
     if secret:
         text = text.replace(secret, "***")
+    text = redact.scrub(text)
     text = _SECRETISH.sub(lambda m: m.group(1) + "***", text)
     line = " ".join(text.split("\n")[0].split())
     return line[:200]
 
 
 def answer_problem(payload: Any) -> str | None:
-    """Why a cached or fresh ``payload`` is not an answer (``{"text": str}``), or None.
+    """Why a cached or fresh ``payload`` is not an answer (``{"text": str}`` whose brackets
+    nest at most :data:`~builders.core.jsonsafe.MAX_DEPTH` deep), or None.
 
     >>> answer_problem({"text": "[]"}), answer_problem({"text": None})
     (None, 'has no text')
+    >>> answer_problem({"text": "[" * 200000})
+    'is text nested deeper than 100 brackets'
     """
-    if isinstance(payload, dict) and isinstance(payload.get("text"), str):
-        return None
-    return "has no text"
+    if not (isinstance(payload, dict) and isinstance(payload.get("text"), str)):
+        return "has no text"
+    if not jsonsafe.text_depth_ok(payload["text"]):
+        # no list of paraphrases nests like this, and reading it for one would recurse
+        return f"is text nested deeper than {jsonsafe.MAX_DEPTH} brackets"
+    return None
 
 
 def parse_string_list(text: str) -> list[Any] | None:
     """The first JSON (or Python-literal) list in a model's answer; None when there is none.
 
     Models wrap lists in code fences, add a sentence before or after, or use single quotes.
+    Text nested too deeply to be such a list is none (decoding it would recurse), and only the
+    first :data:`_STARTS` brackets are tried, each up to 50 closing ones: a hostile answer
+    costs no more than an ordinary one.
 
     >>> parse_string_list('Sure!\\n```json\\n["[X] lives in [Y].", "[Y] is home to [X]."]\\n```')
     ['[X] lives in [Y].', '[Y] is home to [X].']
     >>> parse_string_list("['a', 'b'] hope this helps") , parse_string_list("no list here")
     (['a', 'b'], None)
     """
+    if not jsonsafe.text_depth_ok(text):
+        return None
     decoder = json.JSONDecoder()
-    starts = [m.start() for m in re.finditer(r"\[", text)]
-    for pos in starts:
-        if text.startswith(("[X]", "[Y]"), pos):
-            continue
+    starts = (m.start() for m in re.finditer(r"\[", text)
+              if not text.startswith(("[X]", "[Y]"), m.start()))
+    for pos in itertools.islice(starts, _STARTS):
         try:
             value, _ = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             value = None
         if isinstance(value, list):
             return value
-        for end in [m.end() for m in re.finditer(r"\]", text[pos:])][:50]:
+        for end in [m.end() for m in itertools.islice(re.finditer(r"\]", text[pos:]), 50)]:
             chunk = text[pos:pos + end]
             if chunk.endswith(("[X]", "[Y]")):
                 continue
@@ -126,6 +143,8 @@ class ChatClient:
             http_url(cfg.base_url, "--llm-base-url", "https://api.openai.com/v1 or "
                      "http://127.0.0.1:8000/v1")
         self.cfg = cfg
+        # the endpoint as messages show it: credentials in the URL are masked
+        self.shown = redact.redact_url(cfg.base_url) if cfg.base_url else None
         self.cache = ResponseCache(cfg.cache_dir, CACHE_NAMESPACE, answer_problem)
         self._sleep = sleep
         self._secret = os.environ.get("OPENAI_API_KEY") or None
@@ -145,10 +164,11 @@ class ChatClient:
 
     def ask(self, messages: list[dict], n: int, what: str) -> Answer:
         key = self.key(messages, n)
-        entry = self.cache.get(key)
+        entry = None if self.cfg.refresh else self.cache.get(key)
         if entry is not None:
             self.replayed += 1
-            return Answer(entry["response"]["text"], entry["retrieved"], True)
+            # an entry of an older factprobe may hold a secret the server echoed
+            return Answer(redact.scrub(entry["response"]["text"]), entry["retrieved"], True)
         if not self.cfg.base_url:
             raise UserError(
                 f"no cached answer for {what} (model '{self.cfg.model}', request {n + 1}) in "
@@ -159,7 +179,7 @@ class ChatClient:
         # Only complete answers are stored (atomically): a failure leaves the cache as it was.
         entry = self.cache.retrieve(
             key, lambda: {"text": self._send(messages, params)},
-            RetryPolicy(retries=self.cfg.retries), f"{self.cfg.base_url} ({what})",
+            RetryPolicy(retries=self.cfg.retries), f"{self.shown} ({what})",
             sleep=self._sleep,
             request={"model": self.cfg.model, "messages": messages, "params": params, "n": n})
         self.asked += 1
@@ -206,13 +226,15 @@ class ChatClient:
                 retry_after = parse_retry_after(exc.response.headers.get("retry-after"))
                 raise Retryable(f"HTTP {code} {detail}".strip(), retry_after) from None
             if code in (401, 403):
-                raise UserError(f"{self.cfg.base_url} refused the request (HTTP {code}): check "
+                raise UserError(f"{self.shown} refused the request (HTTP {code}): check "
                                 f"OPENAI_API_KEY") from None
-            raise UserError(f"{self.cfg.base_url} answered HTTP {code} for model "
+            raise UserError(f"{self.shown} answered HTTP {code} for model "
                             f"'{self.cfg.model}': {detail}; check --llm-model and "
                             f"--llm-base-url") from None
         except (openai.OpenAIError, ValueError) as exc:  # ValueError: a body that is not JSON
             raise Retryable(f"unreadable answer ({type(exc).__name__})") from None
+        except RecursionError:  # the client decodes the body with json, which recurses
+            raise Retryable(f"unreadable answer ({jsonsafe.TooDeep()})") from None
         try:
             content = resp.choices[0].message.content
         except (AttributeError, IndexError, TypeError):
@@ -220,7 +242,8 @@ class ChatClient:
         if not isinstance(content, str):
             # null content (a refusal, a tool call) is no answer to store and replay forever
             raise Retryable("the answer is a chat completion without text")
-        return content
+        # a server that echoes the key (or the URL's password) must not get it stored
+        return redact.scrub(content)
 
 
 def _body_text(exc) -> str:
@@ -229,7 +252,7 @@ def _body_text(exc) -> str:
     except Exception:  # a body that cannot be read says nothing more than the status code
         return ""
     try:
-        data = json.loads(body)
+        data = jsonsafe.loads(body)
         err = data.get("error", data) if isinstance(data, dict) else data
         if isinstance(err, dict):
             return str(err.get("message", ""))

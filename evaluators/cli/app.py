@@ -1,11 +1,16 @@
 """The ``factprobe`` console script: parses the command line, runs one command, and turns a
-:class:`~builders.core.errors.UserError` into one line on stderr and exit code 2."""
+:class:`~builders.core.errors.UserError` into one line on stderr and exit code 2.
+
+Whatever the command prints (its messages, a library's warnings, progress bars) passes through
+:func:`~builders.core.redact.scrub`: a token of the environment or a URL's credentials never
+reaches the terminal or a log, whichever layer's message quoted it."""
 from __future__ import annotations
 
 import argparse
 import sys
 
 from builders.core.errors import UserError
+from builders.core.redact import scrub
 from evaluators.cli.outputs import guarded_outputs
 
 
@@ -45,7 +50,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Scrubbed:
+    """A text stream that masks secrets in what is written to it."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(scrub(text))
+        return len(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Scrubbed(sys.stdout), _Scrubbed(sys.stderr)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -75,6 +75,11 @@ def _run(args) -> str:
                         f"--source {args.source}")
     if (args.source == "sparql") != bool(args.endpoint):
         raise UserError("--endpoint is for --source sparql, and --source sparql needs it")
+    from builders.core.redact import redact_url
+    if args.endpoint and redact_url(args.endpoint) != args.endpoint:
+        # the files init writes are committed: a password there is a password published
+        raise UserError(f"--endpoint {redact_url(args.endpoint)} holds credentials, which init "
+                        f"would write into params.yaml and dvc.yaml; give the URL without them")
     if args.source == "wikidata" and args.relations.strip().lower() == "all":
         raise UserError("--source wikidata needs --relations (property ids, e.g. P36,P37)")
     fix = "pick a value without it"

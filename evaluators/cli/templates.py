@@ -33,6 +33,9 @@ EPILOG_TEMPLATES = """examples:
   # after marking review.csv keep/drop: replays the cache, applies the review
   factprobe build templates --facts data/datasets/wd-facts --llm-model gpt-4o-2024-08-06 \\
       --review-in review.csv --out templates/
+  # ask again for every answer and replace the cached ones (a bad batch of answers)
+  factprobe build templates --facts data/datasets/wd-facts --llm-model gpt-4o-2024-08-06 \\
+      --llm-base-url https://api.openai.com/v1 --refresh --out templates/
   # a local server (vLLM, llama.cpp, transformers serve)
   factprobe build templates --relations P36,P37 --llm-base-url http://127.0.0.1:8000/v1 \\
       --llm-model Qwen/Qwen2.5-7B-Instruct --out templates/
@@ -60,6 +63,9 @@ def _add_templates(sub, common) -> None:
     g.add_argument("--llm-model", help="model name (part of every cache key)")
     g.add_argument("--cache-dir", default="data/llm-cache",
                    help="LLM answers, replayed by rebuilds (data/llm-cache)")
+    g.add_argument("--refresh", action="store_true",
+                   help="ask --llm-base-url again even where an answer is cached, and replace "
+                        "the cached answers (needs --llm-base-url)")
     g.add_argument("--temperature", type=temperature, default=1.0,
                    help="sampling temperature (1.0)")
     g.add_argument("--max-tokens", type=positive, default=1024, help="answer length cap (1024)")
@@ -96,12 +102,16 @@ def _run_templates(args) -> str:
     )
     if args.min_words > args.max_words:
         raise UserError("--min-words is larger than --max-words")
+    if args.refresh and not args.llm_base_url and args.paraphrases > 0:
+        raise UserError("--refresh asks the LLM again, so it needs --llm-base-url (without it "
+                        "the answers can only come from the cache)")
     llm = None
     if args.llm_model:
         llm = LLMConfig(model=args.llm_model, base_url=args.llm_base_url,
                         cache_dir=args.cache_dir, temperature=args.temperature,
                         max_tokens=args.max_tokens, seed=args.seed, timeout_s=args.timeout,
-                        retries=args.retries, max_answer_mb=args.max_answer_mb)
+                        retries=args.retries, max_answer_mb=args.max_answer_mb,
+                        refresh=args.refresh)
     cfg = TemplatesConfig(
         out=args.out, templates_dir=args.templates_dir, relations=args.relations,
         facts=as_input(args.facts, FACTS_INPUT), paraphrases=args.paraphrases, max_requests=args.max_requests, llm=llm,

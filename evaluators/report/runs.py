@@ -2,12 +2,12 @@
 :mod:`.run_checks`), the checks across runs, their labels and the headline metrics asked for."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
+from builders.core import jsonsafe
 from builders.core.errors import UserError
 from evaluators.methods import METHODS
 from evaluators.methods import method as known_method
@@ -75,7 +75,7 @@ def _display(path: Path) -> Path:
 
 def _read_json(path: Path, what: str) -> dict:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return jsonsafe.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise UserError(f"{path}: cannot read {what} ({exc})") from None
 

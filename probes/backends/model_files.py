@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from builders.core import jsonsafe
 from builders.core.errors import UserError
 
 # Any one of these is a tokenizer transformers can load (fast, BPE, WordPiece, SentencePiece).
@@ -22,7 +23,7 @@ FIX = "re-save it (save_pretrained) or download it again"
 
 def _json(path: Path):
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return jsonsafe.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
         raise UserError(f"{path} is not UTF-8 text, so not a JSON file; {FIX}") from None
     except json.JSONDecodeError as exc:

@@ -27,6 +27,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from builders.core import jsonsafe
 from builders.core.tables import dumps_json
 from probes.backends.identity import describe_change, identity_digest
 
@@ -54,7 +55,7 @@ def _write_json(path: Path, obj) -> None:
 
 def _read_json(path: Path):
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return jsonsafe.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 
@@ -144,7 +145,7 @@ class Checkpoints:
     def _read(self, stage: str, path: Path) -> pd.DataFrame | None:
         try:
             table = pq.read_table(path)
-            stats = ChunkStats(**json.loads((table.schema.metadata or {})[META_KEY]))
+            stats = ChunkStats(**jsonsafe.loads((table.schema.metadata or {})[META_KEY]))
         except (OSError, ValueError, KeyError, TypeError, pa.ArrowException):
             return None
         self.used.setdefault(stage, []).append(stats)

@@ -22,6 +22,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from builders.core import jsonsafe
 from builders.core.errors import UserError
 from builders.core.outdir import atomic_folder, stamp
 from builders.core.tables import dumps_json, write_parquet
@@ -63,7 +64,7 @@ def write_shard(out: Path, run: dict, prompts: dict, record: dict, partial: Path
 
 def _read_shard(folder: Path) -> dict:
     try:
-        run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+        run = jsonsafe.loads((folder / "run.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise UserError(f"{folder}: no readable run.json ({exc}); give the folders that "
                         f"'factprobe eval ... --shard I/N' wrote") from None
@@ -76,7 +77,7 @@ def _read_shard(folder: Path) -> dict:
 def _chunk(path: Path) -> tuple[pd.DataFrame, ChunkStats]:
     try:
         table = pq.read_table(path)
-        stats = ChunkStats(**json.loads((table.schema.metadata or {})[META_KEY]))
+        stats = ChunkStats(**jsonsafe.loads((table.schema.metadata or {})[META_KEY]))
     except (OSError, ValueError, KeyError, TypeError, pa.ArrowException) as exc:
         raise UserError(f"{path}: cannot read this chunk ({exc}); run its shard again") from None
     return table.to_pandas(), stats

@@ -1,9 +1,9 @@
 """Templates for the prompt-based probes, from any of the places users keep them."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from builders.core import jsonsafe
 from builders.core.errors import UserError
 from builders.templates.files import Template, read_templates
 
@@ -19,7 +19,7 @@ def _lpaqa(path: Path) -> list[Template]:
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
+                rec = jsonsafe.loads(line)
                 rows.append((-float(rec.get("weight", 0.0)), n, str(rec["template"]).strip()))
             except (ValueError, KeyError, TypeError):
                 raise UserError(f"{f}:{n}: expected a JSON object with 'template' (and "

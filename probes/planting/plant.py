@@ -11,7 +11,6 @@ accuracy can be split by them, and records the frames each fact was taught in.
 """
 from __future__ import annotations
 
-import json
 import math
 import zlib
 from dataclasses import asdict, dataclass, replace
@@ -20,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from builders.core import jsonsafe
 from builders.core.errors import UserError
 from builders.core.outdir import atomic_folder, stamp
 from builders.core.tables import dumps_json, read_manifest, read_table
@@ -259,7 +259,7 @@ def load_planted(model_path: str) -> dict | None:
     if not path.is_file():
         return None
     try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
+        meta = jsonsafe.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise UserError(f"{path}: cannot read it ({exc}); plant the model again, or delete "
                         f"the file to evaluate it as an ordinary model") from None

@@ -129,6 +129,9 @@ class EntityReader:
             except msgspec.DecodeError as exc:
                 self._bad(number, f"not JSON ({exc})", stats)
                 continue
+            except RecursionError:  # msgspec recurses even through the fields it skips
+                self._bad(number, "JSON nested too deeply to be a Wikidata entity", stats)
+                continue
             if not ent.id:
                 self._bad(number, "an entity without 'id'", stats)
                 continue

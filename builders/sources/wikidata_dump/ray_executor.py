@@ -17,6 +17,7 @@ import tempfile
 
 from tqdm import tqdm
 
+from builders.core import jsonsafe
 from builders.core.errors import UserError
 from builders.sources.wikidata_dump.extract import extract
 from builders.sources.wikidata_dump.local import line_error
@@ -83,7 +84,7 @@ def read_ray(dump: DumpFile, spec: ExtractSpec, work: WorkDir, *, shard_bytes: i
                   file=sys.stderr, flush=True)
         size = build_index(dump, threads, index_file)
         size_file.write_text(json.dumps({"size": size}))
-    size = json.loads(size_file.read_text())["size"]
+    size = jsonsafe.loads(size_file.read_text())["size"]
     index = index_file.read_bytes() if dump.compression != "none" else None
     shards = max(1, -(-size // shard_bytes))
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from builders.core import jsonsafe
 from builders.core.errors import UserError
 
 MAGIC = {b"BZh": "bz2", b"\x1f\x8b": "gzip"}
@@ -192,7 +193,7 @@ def open_stream(dump: DumpFile, threads: int, decompressor: str = "auto",
 
 def _load_bz2_index(path: str) -> dict[int, int]:
     import json
-    return {int(k): v for k, v in json.loads(Path(path).read_text()).items()}
+    return {int(k): v for k, v in jsonsafe.loads(Path(path).read_text()).items()}
 
 
 def build_index(dump: DumpFile, threads: int, target: Path) -> int:

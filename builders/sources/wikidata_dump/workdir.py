@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from builders.core import jsonsafe
 from builders.core.errors import UserError
 from builders.sources.wikidata_dump.rows import TABLES, Piece, PieceStats
 from builders.sources.wikidata_dump.spec import ExtractSpec
@@ -82,7 +83,7 @@ class WorkDir:
         if not marker.is_file():
             return None
         try:
-            return PieceStats.from_dict(json.loads(marker.read_text()))
+            return PieceStats.from_dict(jsonsafe.loads(marker.read_text()))
         except (ValueError, KeyError, TypeError):
             return None      # a damaged marker: read the shard again
 

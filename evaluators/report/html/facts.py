@@ -8,13 +8,13 @@ the page then shows what ``outputs.parquet`` holds (the gold, BELIEF's subject n
 why the rest is missing."""
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
+from builders.core import jsonsafe
 from builders.core.tables import file_sha256
 from evaluators.report.runs import Run
 from probes.subject_blind import split_passes
@@ -41,7 +41,8 @@ def dataset_info(name: str, runs: list[Run]) -> DatasetInfo:
     tried = []
     for r in runs:
         try:
-            ds = json.loads((r.path / "run.json").read_text(encoding="utf-8")).get("dataset") or {}
+            run = jsonsafe.loads((r.path / "run.json").read_text(encoding="utf-8"))
+            ds = run.get("dataset") or {}
         except (OSError, ValueError):
             continue
         folder = Path(str(ds.get("path") or ""))
