@@ -18,7 +18,6 @@ such a folder is the user's. A marker listing a path outside its folder is not f
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path

@@ -27,7 +27,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from builders.core import jsonsafe
 from builders.core.errors import UserError
 from builders.core.outdir import atomic_folder
 from evaluators.exports.files import jsonl, need_rows, safe_name, test_facts, write_marker
@@ -118,6 +117,7 @@ def _loader(data_file: str) -> str:
     return f'''\
 """Loads {data_file} from beside this file for lm-evaluation-harness (the task's
 custom_dataset), so the task folder runs from any working directory. Written by factprobe."""
+import json
 from pathlib import Path
 
 import datasets
@@ -127,7 +127,7 @@ DATA = Path(__file__).resolve().parent / "{data_file}"
 
 def load(**_):
     lines = DATA.read_text(encoding="utf-8").splitlines()
-    rows = [jsonsafe.loads(line) for line in lines if line.strip()]
+    rows = [json.loads(line) for line in lines if line.strip()]
     return datasets.DatasetDict({{"test": datasets.Dataset.from_list(rows)}})
 '''
 

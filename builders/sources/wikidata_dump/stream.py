@@ -192,7 +192,6 @@ def open_stream(dump: DumpFile, threads: int, decompressor: str = "auto",
 
 
 def _load_bz2_index(path: str) -> dict[int, int]:
-    import json
     return {int(k): v for k, v in jsonsafe.loads(Path(path).read_text()).items()}
 
 
