@@ -10,15 +10,17 @@ from builders.core.errors import UserError
 
 def lr_factor(step: int, progress: float, warmup: int, decay_share: float) -> float:
     """The learning-rate multiplier: a linear warm-up over ``warmup`` steps, constant, then
-    (``decay_share`` > 0) a linear decay over the last ``decay_share`` of the epoch cap,
-    ``progress`` being the share of the cap done, down to 5% of the rate.
+    (``decay_share`` > 0) a linear decay over the last ``decay_share`` of the schedule,
+    ``progress`` being the share of ``--schedule-epochs`` done, down to 5% of the rate, where
+    it stays past the schedule's end (``progress`` > 1). The schedule is not the epoch cap:
+    a run with a higher cap is the same run, extended.
 
     >>> [lr_factor(s, 0.0, 4, 0.4) for s in (0, 1, 3)]
     [0.25, 0.5, 1.0]
     >>> [round(lr_factor(100, p, 4, 0.4), 3) for p in (0.5, 0.6, 0.8, 1.0)]
     [1.0, 1.0, 0.5, 0.05]
-    >>> lr_factor(100, 0.99, 4, 0.0)
-    1.0
+    >>> lr_factor(100, 0.99, 4, 0.0), lr_factor(100, 1.5, 4, 0.4)
+    (1.0, 0.05)
     """
     rise = min(1.0, (step + 1) / warmup)
     if decay_share <= 0 or progress < 1 - decay_share:
@@ -36,9 +38,10 @@ def run_epochs(model, step_batches, checks_acc, cfg, desc: str) -> dict:
     cap = cfg.epochs if fixed else cfg.max_epochs
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     # Warm-up, then constant while the planted facts are being picked up; the last
-    # --decay-share of the cap decays the rate, which is what turns a half-memorised fact
-    # into a learned one (docs/planting.md, measured). The stopping rule ends the run as
-    # soon as the facts are learned, wherever in the schedule that is.
+    # --decay-share of --schedule-epochs decays the rate, which is what turns a half-memorised
+    # fact into a learned one (docs/planting.md, measured). The schedule is counted in epochs
+    # of its own, not as a share of the cap, so raising --max-epochs extends a run instead of
+    # changing it. The stopping rule ends the run as soon as the facts are learned.
     step = 0
     losses, accuracy, epochs_run = [], [], 0
     model.train()
@@ -47,8 +50,8 @@ def run_epochs(model, step_batches, checks_acc, cfg, desc: str) -> dict:
             epoch_losses = []
             batches = list(step_batches(epoch))
             for i, loss_of in enumerate(batches):
-                factor = lr_factor(step, (epoch + i / len(batches)) / cap, cfg.warmup_steps,
-                                   cfg.decay_share)
+                factor = lr_factor(step, (epoch + i / len(batches)) / cfg.schedule_epochs,
+                                   cfg.warmup_steps, cfg.decay_share)
                 for group in opt.param_groups:
                     group["lr"] = cfg.lr * factor
                 loss = loss_of()

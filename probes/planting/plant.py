@@ -47,6 +47,9 @@ class PlantConfig:
     # None: the causal model's measured settings (docs/planting.md), the masked one's 0.01, 0
     weight_decay: float | None = None
     decay_share: float | None = None
+    # the epochs the rate schedule spans (its decay is the last decay_share of them), apart
+    # from the cap: a higher --max-epochs continues the same run at the schedule's end rate
+    schedule_epochs: int = 40
     hold_out_formats: str = ""        # frames never taught (curriculum.FORMATS), comma list
     partial_share: float = 1 / 3      # planted test facts taught in only some MONITOR frames
     lists_per_relation: int = 8       # ZP-LKE-style lists per relation and epoch
@@ -61,7 +64,7 @@ class PlantConfig:
 def check_shape(cfg: PlantConfig) -> None:
     """Refuse sizes the model cannot be built with, before any data is read (transformers
     would fail deep inside training, or in the first forward pass)."""
-    for name in ("epochs", "max_epochs", "layers", "width", "heads", "vocab_size", "block",
+    for name in ("epochs", "max_epochs", "schedule_epochs", "layers", "width", "heads", "vocab_size", "block",
                  "batch_size", "check_facts", "warmup_steps"):
         value = getattr(cfg, name)
         if value is not None and value < 1:
