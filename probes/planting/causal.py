@@ -28,6 +28,23 @@ def lr_factor(step: int, progress: float, warmup: int, decay_share: float) -> fl
     return rise * max(0.05, (1 - progress) / decay_share)
 
 
+def expected_time(model, batches: list, checks_acc, cap: int) -> str:
+    """The line ``plant`` prints before training: one optimiser step and one accuracy check
+    timed (nothing is updated), times the steps of an epoch and the cap."""
+    import time
+    start = time.perf_counter()
+    batches[0]().backward()
+    model.zero_grad(set_to_none=True)
+    step = time.perf_counter() - start
+    start = time.perf_counter()
+    checks_acc()
+    check = time.perf_counter() - start
+    epoch = step * len(batches) + check
+    return (f"factprobe plant: {len(batches)} steps an epoch, about {epoch:.0f} s each here; "
+            f"at most {cap} epochs (about {epoch * cap / 60:.0f} min), fewer once the planted "
+            f"facts are learned")
+
+
 def run_epochs(model, step_batches, checks_acc, cfg, desc: str) -> dict:
     """Train epoch by epoch: ``step_batches(epoch)`` yields loss closures' inputs (a list of
     callables giving the loss), ``checks_acc()`` the planted-fact accuracy. Stops at
@@ -45,6 +62,8 @@ def run_epochs(model, step_batches, checks_acc, cfg, desc: str) -> dict:
     step = 0
     losses, accuracy, epochs_run = [], [], 0
     model.train()
+    if cfg.progress:
+        print(expected_time(model, list(step_batches(0)), checks_acc, cap), file=sys.stderr)
     with tqdm(desc=desc, unit="epoch", total=cap, disable=not cfg.progress) as bar:
         for epoch in range(cap):
             epoch_losses = []

@@ -4,8 +4,8 @@ The planted-knowledge reference model answers the question no paper can: does an
 find knowledge that is really there, and not find knowledge that is not? It is taught the
 train facts and half of the test facts of a dataset, in the forms the probes use (ZP-LKE lists
 of one relation's pairs, statements, questions); the other half of the test facts is never
-shown, but their objects and subjects are, as often as the planted ones' (curriculum.py), so
-only the subject-object link differs between the halves. Training stops once the planted
+shown, but their objects and subjects are, in the same frames and as often as the planted
+ones' (curriculum.py), so only the subject-object link differs between the halves. Training stops once the planted
 facts are learned (stopping.py). ``planted.json`` lists both halves, so every method's
 accuracy can be split by them, and records the frames each fact was taught in.
 """
@@ -251,7 +251,9 @@ def _write(model, tokenizer, cfg: PlantConfig, manifest: dict, planted: set, hel
             "converged": log["converged"], "planted_accuracy": log["planted_accuracy"],
             "epoch_loss": log["epoch_loss"], "frames": frames,
             "decoys": "every held-out fact's object is taught after a made-up subject in its "
-                      "relation, and its subject named alone, as often as a planted fact's"},
+                      "relation, and its subject before a made-up object in a relation no "
+                      "probe asks (mention:<relation>), in the same frames, as often as a "
+                      "planted fact's"},
             tmp, "model")), encoding="utf-8")
     return out
 

@@ -51,3 +51,15 @@ def test_a_higher_cap_is_the_same_run_extended(monkeypatch, capsys):
     # (1 - p) / 0.5 at p = 4/8 .. 7/8, then 5% past the schedule's end
     assert long == [0.5, 0.5, 0.5, 0.5, 0.5, 0.375, 0.25, 0.125, 0.025, 0.025, 0.025, 0.025]
     assert "not learned" in capsys.readouterr().err
+
+
+def test_the_expected_time_is_said_before_training_and_changes_nothing():
+    from probes.planting.causal import expected_time
+    torch.manual_seed(0)
+    model = torch.nn.Linear(1, 1)
+    before = [p.detach().clone() for p in model.parameters()]
+    batches = [lambda: (model(torch.ones(1, 1)) ** 2).sum()] * 7
+    line = expected_time(model, batches, lambda: 0.5, 30)
+    assert line.startswith("factprobe plant: 7 steps an epoch, about ") and "at most 30 epochs" in line
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    assert all(p.grad is None for p in model.parameters())
