@@ -53,10 +53,10 @@ def register(subparsers, common) -> None:
                    help="decay the learning rate linearly over this last share of the epoch "
                         "cap, down to 5%% (default 0.4, or 0 with --masked: constant after "
                         "the warm-up)")
-    p.add_argument("--schedule-epochs", type=positive, default=d.schedule_epochs,
-                   help=f"epochs the rate schedule spans, whatever --max-epochs is: the decay "
-                        f"is its last --decay-share, then the rate stays at 5%% (default "
-                        f"{d.schedule_epochs}); a higher --max-epochs extends the same run")
+    p.add_argument("--schedule-epochs", type=positive, default=None,
+                   help="epochs the rate schedule spans, whatever --max-epochs is: the decay "
+                        "is its last --decay-share, then the rate stays at 5%% (default 60, "
+                        "the default cap); a higher --max-epochs extends the same run")
     p.add_argument("--templates", default=d.templates,
                    help="statement and question templates to teach the facts in; '' for "
                         "simple label forms ('The <relation> of X is Y.')")

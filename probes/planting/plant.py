@@ -48,8 +48,9 @@ class PlantConfig:
     weight_decay: float | None = None
     decay_share: float | None = None
     # the epochs the rate schedule spans (its decay is the last decay_share of them), apart
-    # from the cap: a higher --max-epochs continues the same run at the schedule's end rate
-    schedule_epochs: int = 40
+    # from the cap: a higher --max-epochs continues the same run at the schedule's end rate;
+    # None: the default cap (60 causal, 40 masked), whatever --max-epochs says
+    schedule_epochs: int | None = None
     hold_out_formats: str = ""        # frames never taught (curriculum.FORMATS), comma list
     partial_share: float = 1 / 3      # planted test facts taught in only some MONITOR frames
     lists_per_relation: int = 8       # ZP-LKE-style lists per relation and epoch
@@ -206,6 +207,7 @@ def plant(cfg: PlantConfig) -> Path:
     check_shape(cfg)
     held_formats = parse_formats(cfg.hold_out_formats)
     cfg = replace(cfg, max_epochs=_default(cfg.max_epochs, 40 if cfg.masked else 60),
+                  schedule_epochs=_default(cfg.schedule_epochs, 40 if cfg.masked else 60),
                   weight_decay=_default(cfg.weight_decay, 0.01 if cfg.masked else CAUSAL_WD),
                   decay_share=_default(cfg.decay_share, 0.0 if cfg.masked else CAUSAL_DECAY))
     facts = read_table(cfg.dataset, "facts").to_pandas()
