@@ -81,8 +81,11 @@ def mention_words(n: int, taken: set[str], rng: np.random.Generator) -> list[str
     ['Goven', 'Lokara', 'Qugo']
     """
     out: list[str] = []
+    tries = 0
     while len(out) < n:
-        k = 2 + int(rng.random() < 0.5)
+        # two or three syllables give ~8,400 words; a longer word once they run short
+        tries += 1
+        k = 2 + int(rng.random() < 0.5) + tries // 20_000
         word = "".join(_SYLLABLES[int(i)] for i in rng.integers(len(_SYLLABLES), size=k))
         word = word.capitalize()
         if word not in taken and word not in out:
