@@ -81,6 +81,7 @@ def mention_words(n: int, taken: set[str], rng: np.random.Generator) -> list[str
     ['Goven', 'Lokara', 'Qugo']
     """
     out: list[str] = []
+    seen: set[str] = set()
     tries = 0
     while len(out) < n:
         # two or three syllables give ~8,400 words; a longer word once they run short
@@ -88,7 +89,8 @@ def mention_words(n: int, taken: set[str], rng: np.random.Generator) -> list[str
         k = 2 + int(rng.random() < 0.5) + tries // 20_000
         word = "".join(_SYLLABLES[int(i)] for i in rng.integers(len(_SYLLABLES), size=k))
         word = word.capitalize()
-        if word not in taken and word not in out:
+        if word not in taken and word not in seen:
+            seen.add(word)
             out.append(word)
     return out
 
