@@ -153,8 +153,16 @@ def decoy_name(subjects: list[str], avoid: str, taken: set[str],
     return f"{pool[0]} {n}"
 
 
+# Where a held-out subject's mention fact is taught (``--mentions``).
+MENTION_MODES = {
+    "relation": "in its own relation's frames and lists, before a made-up object",
+    "other": "in a relation no probe asks (MENTION_FORMS), before a made-up object",
+}
+
+
 def build(facts: pd.DataFrame, planted: set[str], held: set[str], seed: int,
-          held_formats: tuple[str, ...] = (), partial_share: float = 1 / 3) -> Curriculum:
+          held_formats: tuple[str, ...] = (), partial_share: float = 1 / 3,
+          mode: str = "relation") -> Curriculum:
     """The taught facts: planted ones, one decoy per held-out fact (its object after a made-up
     subject) and one mention fact per held-out fact (its subject before a made-up object, in
     a relation no probe asks)."""
@@ -190,7 +198,8 @@ def build(facts: pd.DataFrame, planted: set[str], held: set[str], seed: int,
             words = mention_words(max(1, g["object"].nunique()), taken | objects, rng)
             taken |= set(words)
             for row in held_rows:
-                rows.append((f"mention:{row.fact_id}", MENTION + rel, row.subject,
+                rows.append((f"mention:{row.fact_id}",
+                             rel if mode == "relation" else MENTION + rel, row.subject,
                              words[int(rng.integers(len(words)))], "mention", False))
     taught = pd.DataFrame(rows, columns=["fact_id", "relation_id", "subject", "object", "role",
                                          "partial"])
@@ -226,6 +235,11 @@ def documents(cur: Curriculum, forms: dict, epoch: int, seed: int, lists_per_rel
     for rel, g in cur.taught.groupby("relation_id", sort=True):
         pairs = list(zip(g["subject"], g["object"], g["partial"]))
         objects = sorted(set(g["object"]))
+        # a mention fact's misleading prefix is another made-up object, never a real one: a
+        # real one could be the held-out fact's own object, next to its subject
+        made_up = sorted(set(g.loc[g["role"] == "mention", "object"])) or objects
+        mention_rows = set(g.index[g["role"] == "mention"])
+        rows_of = list(g.index)
         n_lists = lists_per_relation
         if rel.startswith(MENTION):
             # list entries per pair and epoch as in the probed relation:
@@ -253,7 +267,8 @@ def documents(cur: Curriculum, forms: dict, epoch: int, seed: int, lists_per_rel
             if shape == "question":
                 docs.append(f"{prompt(q)} {y}.")
             elif shape == "prefixed":
-                z = y if part or rng.random() < 0.5 else objects[int(rng.integers(len(objects)))]
+                pool = made_up if rows_of[n] in mention_rows else objects
+                z = y if part or rng.random() < 0.5 else pool[int(rng.integers(len(pool)))]
                 docs.append(f"{prompt(fill(questions[0], x), f'{z}. ')} {y}.")
             elif shape == "icl-qa":
                 docs.append(f"{INSTRUCTION['qa']}\nQ: {q}\nA: {y}.")

@@ -53,6 +53,10 @@ class PlantConfig:
     schedule_epochs: int | None = None
     hold_out_formats: str = ""        # frames never taught (curriculum.FORMATS), comma list
     partial_share: float = 1 / 3      # planted test facts taught in only some MONITOR frames
+    # where held-out subjects are taught (curriculum.MENTION_MODES): "relation" puts them,
+    # before a made-up object, in their own relation's frames, so even how sure the model is
+    # of what follows a subject does not tell the halves apart (docs/planting.md, measured)
+    mentions: str = "relation"
     lists_per_relation: int = 8       # ZP-LKE-style lists per relation and epoch
     list_size: int = 50               # pairs per list: as many as the probe shows
     batch_size: int = 4               # small batches: more optimizer steps per epoch of text
@@ -221,7 +225,7 @@ def plant(cfg: PlantConfig) -> Path:
     if not planted:
         raise UserError(f"{cfg.dataset} has no fact to plant: it needs train facts, or two "
                         f"test facts in a relation (half of them are held out)")
-    cur = build(facts, planted, held, cfg.seed, held_formats, cfg.partial_share)
+    cur = build(facts, planted, held, cfg.seed, held_formats, cfg.partial_share, cfg.mentions)
     if cfg.masked:
         from probes.planting.masked import train_masked
         model, tokenizer, log = train_masked(facts, cur, forms, cfg)

@@ -6,6 +6,7 @@ import re
 from statistics import mean
 
 import pandas as pd
+import pytest
 
 from probes.planting.curriculum import MENTION, build, documents, mention_forms
 from probes.planting.masked import _statements
@@ -20,13 +21,13 @@ FORMS = {"capital": (["The capital of [X] is [Y].", "[X] has its capital at [Y].
                       "Where does [X] govern from?"])}
 
 
-def world():
+def world(mode: str = "relation"):
     # 4 train facts, 12 test facts: 6 planted, 6 held out
     facts = pd.DataFrame([{"fact_id": f"f{i:02d}", "relation_id": "capital", "subject": s,
                            "object": o, "split": "train" if i < 4 else "test"}
                           for i, (s, o) in enumerate(PAIRS)])
     planted, held = split_planted(facts, seed=0)
-    return facts, planted, held, build(facts, planted, held, seed=0, partial_share=0)
+    return facts, planted, held, build(facts, planted, held, seed=0, partial_share=0, mode=mode)
 
 
 def halves(facts, planted, held):
@@ -61,8 +62,9 @@ def contexts(docs: list[str], name: str) -> dict[str, float]:
             "alone": sum(d == f"{name}." for d in docs)}
 
 
-def test_held_out_subjects_stand_where_planted_ones_do_as_often():
-    facts, planted, held, cur = world()
+@pytest.mark.parametrize("mode", ["relation", "other"])
+def test_held_out_subjects_stand_where_planted_ones_do_as_often(mode):
+    facts, planted, held, cur = world(mode)
     docs = [d for e in range(40) for d in documents(cur, FORMS, e, 0, 3, 3)]
     ins, outs = halves(facts, planted, held)
     got = {k: (mean(contexts(docs, r.subject)[k] for r in ins),
@@ -73,16 +75,19 @@ def test_held_out_subjects_stand_where_planted_ones_do_as_often():
     assert abs(got["count"][0] - got["count"][1]) <= 0.1 * got["count"][0], got
     for k in ("start", "space", "dot"):
         assert abs(got[k][0] - got[k][1]) <= 0.1, (k, got)
-    # and never with its object
+    # and never with its object (a list may hold both, in other pairs)
     for r in outs:
-        assert not any(r.subject in d and r.object in d for d in docs)
+        assert not any(f"{r.subject} {r.object}" in d for d in docs)
+        assert not any(r.subject in d and r.object in d for d in docs if d.count(", ") < 2)
 
 
-def test_mention_facts_use_a_relation_no_probe_asks_and_objects_no_fact_has():
-    facts, _planted, held, cur = world()
+@pytest.mark.parametrize("mode", ["relation", "other"])
+def test_mention_facts_have_objects_no_fact_has(mode):
+    facts, _planted, held, cur = world(mode)
     mention = cur.taught[cur.taught["role"] == "mention"]
     assert len(mention) == len(held)
-    assert set(mention["relation_id"]) == {MENTION + "capital"}
+    # 'relation': the held-out fact's own relation; 'other': one no probe asks
+    assert set(mention["relation_id"]) == {"capital" if mode == "relation" else MENTION + "capital"}
     assert not set(mention["object"]) & (set(facts["object"]) | set(facts["subject"]))
     # the relation's template counts, so the masked model reads each half as often
     forms = mention_forms(FORMS)
