@@ -170,7 +170,11 @@ def build(facts: pd.DataFrame, planted: set[str], held: set[str], seed: int,
     if "subject_aliases" in facts.columns:
         taken |= {a for al in facts["subject_aliases"] if al is not None for a in al}
     rows, mentions, partial = [], [], []
+    # made-up mention objects must be no entity's name nor alias (aliases are offered as
+    # answers by the multi-name probes)
     objects = set(facts["object"])
+    if "object_aliases" in facts.columns:
+        objects |= {a for al in facts["object_aliases"] if al is not None for a in al}
     test_ids = set(facts.loc[facts.get("split", pd.Series("", index=facts.index)) == "test",
                              "fact_id"])
     for rel, g in facts.groupby("relation_id", sort=True):
