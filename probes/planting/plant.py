@@ -257,9 +257,9 @@ def _write(model, tokenizer, cfg: PlantConfig, manifest: dict, planted: set, hel
             "converged": log["converged"], "planted_accuracy": log["planted_accuracy"],
             "epoch_loss": log["epoch_loss"], "frames": frames,
             "decoys": "every held-out fact's object is taught after a made-up subject in its "
-                      "relation, and its subject before a made-up object in a relation no "
-                      "probe asks (mention:<relation>), in the same frames, as often as a "
-                      "planted fact's"},
+                      "relation, and its subject before a made-up object (config.mentions: "
+                      "in its own relation, or in a never-probed mention:<relation>), in the "
+                      "same frames, as often as a planted fact's"},
             tmp, "model")), encoding="utf-8")
     return out
 
