@@ -238,9 +238,11 @@ def documents(cur: Curriculum, forms: dict, epoch: int, seed: int, lists_per_rel
     sizes = cur.taught.groupby("relation_id")["fact_id"].size().to_dict()
     for rel, g in cur.taught.groupby("relation_id", sort=True):
         pairs = list(zip(g["subject"], g["object"], g["partial"]))
-        objects = sorted(set(g["object"]))
-        # a mention fact's misleading prefix is another made-up object, never a real one: a
-        # real one could be the held-out fact's own object, next to its subject
+        # misleading MONITOR prefixes: real objects for planted facts and decoys (as MONITOR
+        # asks), made-up ones for a mention fact (a real one could be the held-out fact's own
+        # object, next to its subject)
+        objects = sorted(set(g.loc[g["role"] != "mention", "object"])) or \
+            sorted(set(g["object"]))
         made_up = sorted(set(g.loc[g["role"] == "mention", "object"])) or objects
         mention_rows = set(g.index[g["role"] == "mention"])
         rows_of = list(g.index)
