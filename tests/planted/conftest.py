@@ -30,13 +30,10 @@ TEMPLATES = ROOT / "data" / "templates"
 # gives 4: too few to rank); tests/planted/test_monitor.py checks PFD and IRD against them.
 # The optimiser these numbers were measured with (weight decay 0.01, a constant rate): the
 # sample's settings (0.1, decaying) learn this tiny world too, but reverse the MONITOR ranking
-# of tests/planted/test_monitor.py (see docs/planting.md). Mention facts in a never-probed
-# relation (--mentions other): with the default, held-out subjects' made-up objects in the
-# relations' own frames, one partly taught fact's MONITOR anchor was no longer its gold on this
-# tiny world (2026-11-27; docs/planting.md).
+# of tests/planted/test_monitor.py (see docs/planting.md).
 CAUSAL = ("--layers", "2", "--width", "64", "--vocab-size", "1000", "--block", "64",
           "--batch-size", "4", "--partial-share", "0.5", "--weight-decay", "0.01",
-          "--decay-share", "0", "--max-epochs", "120", "--seed", "0", "--mentions", "other")
+          "--decay-share", "0", "--max-epochs", "120", "--seed", "0")
 # The masked model: params.yaml's plant_masked (lr 0.002, batch 8) at width 64; measured: the
 # stopping rule ends it after about 55 epochs, 20 CPU-s.
 MASKED = ("--layers", "2", "--width", "64", "--vocab-size", "1000", "--batch-size", "8",
