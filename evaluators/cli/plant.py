@@ -35,6 +35,10 @@ def register(subparsers, common) -> None:
     p.add_argument("--hold-out-formats", default=d.hold_out_formats,
                    help="comma list of frames never taught, to probe generalisation: "
                         + ", ".join(FORMATS) + " (default: none)")
+    p.add_argument("--mentions", choices=("relation", "other"), default=d.mentions,
+                   help="where a held-out subject is taught, before a made-up object: "
+                        "'relation' in its own relation's frames (default), 'other' in a "
+                        "relation no probe asks (docs/planting.md)")
     p.add_argument("--partial-share", type=float, default=round(d.partial_share, 4),
                    help="share of planted test facts taught MONITOR's base question only, "
                         "never after a misleading prefix (default 1/3; 0: none)")
@@ -53,6 +57,10 @@ def register(subparsers, common) -> None:
                    help="decay the learning rate linearly over this last share of the epoch "
                         "cap, down to 5%% (default 0.4, or 0 with --masked: constant after "
                         "the warm-up)")
+    p.add_argument("--schedule-epochs", type=positive, default=None,
+                   help="epochs the rate schedule spans, whatever --max-epochs is: the decay "
+                        "is its last --decay-share, then the rate stays at 5%% (default 60, "
+                        "the default cap); a higher --max-epochs extends the same run")
     p.add_argument("--templates", default=d.templates,
                    help="statement and question templates to teach the facts in; '' for "
                         "simple label forms ('The <relation> of X is Y.')")

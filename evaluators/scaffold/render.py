@@ -85,7 +85,7 @@ def rendered(cfg: InitConfig) -> dict[str, str]:
               "sizing": cfg.sizes.note()}
     values.update({k: str(getattr(cfg.sizes, k)) for k in (
         "choices", "min_facts", "min_objects", "train", "test", "negatives", "examples", "block",
-        "masked_batch")})
+        "masked_batch", "max_epochs", "schedule_epochs")})
     flags = {"path": cfg.source in FILE_SOURCES, "aliases": via is not None,
              "nobel": NOBEL[cfg.source] is not None}
     values.update(_vega())

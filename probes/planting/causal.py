@@ -10,20 +10,39 @@ from builders.core.errors import UserError
 
 def lr_factor(step: int, progress: float, warmup: int, decay_share: float) -> float:
     """The learning-rate multiplier: a linear warm-up over ``warmup`` steps, constant, then
-    (``decay_share`` > 0) a linear decay over the last ``decay_share`` of the epoch cap,
-    ``progress`` being the share of the cap done, down to 5% of the rate.
+    (``decay_share`` > 0) a linear decay over the last ``decay_share`` of the schedule,
+    ``progress`` being the share of ``--schedule-epochs`` done, down to 5% of the rate, where
+    it stays past the schedule's end (``progress`` > 1). The schedule is not the epoch cap:
+    a run with a higher cap is the same run, extended.
 
     >>> [lr_factor(s, 0.0, 4, 0.4) for s in (0, 1, 3)]
     [0.25, 0.5, 1.0]
     >>> [round(lr_factor(100, p, 4, 0.4), 3) for p in (0.5, 0.6, 0.8, 1.0)]
     [1.0, 1.0, 0.5, 0.05]
-    >>> lr_factor(100, 0.99, 4, 0.0)
-    1.0
+    >>> lr_factor(100, 0.99, 4, 0.0), lr_factor(100, 1.5, 4, 0.4)
+    (1.0, 0.05)
     """
     rise = min(1.0, (step + 1) / warmup)
     if decay_share <= 0 or progress < 1 - decay_share:
         return rise
     return rise * max(0.05, (1 - progress) / decay_share)
+
+
+def expected_time(model, batches: list, checks_acc, cap: int) -> str:
+    """The line ``plant`` prints before training: one optimiser step and one accuracy check
+    timed (nothing is updated), times the steps of an epoch and the cap."""
+    import time
+    start = time.perf_counter()
+    batches[0]().backward()
+    model.zero_grad(set_to_none=True)
+    step = time.perf_counter() - start
+    start = time.perf_counter()
+    checks_acc()
+    check = time.perf_counter() - start
+    epoch = step * len(batches) + check
+    return (f"factprobe plant: {len(batches)} steps an epoch, about {epoch:.0f} s each here; "
+            f"at most {cap} epochs (about {epoch * cap / 60:.0f} min), fewer once the planted "
+            f"facts are learned")
 
 
 def run_epochs(model, step_batches, checks_acc, cfg, desc: str) -> dict:
@@ -36,19 +55,22 @@ def run_epochs(model, step_batches, checks_acc, cfg, desc: str) -> dict:
     cap = cfg.epochs if fixed else cfg.max_epochs
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     # Warm-up, then constant while the planted facts are being picked up; the last
-    # --decay-share of the cap decays the rate, which is what turns a half-memorised fact
-    # into a learned one (docs/planting.md, measured). The stopping rule ends the run as
-    # soon as the facts are learned, wherever in the schedule that is.
+    # --decay-share of --schedule-epochs decays the rate, which is what turns a half-memorised
+    # fact into a learned one (docs/planting.md, measured). The schedule is counted in epochs
+    # of its own, not as a share of the cap, so raising --max-epochs extends a run instead of
+    # changing it. The stopping rule ends the run as soon as the facts are learned.
     step = 0
     losses, accuracy, epochs_run = [], [], 0
     model.train()
+    if cfg.progress:
+        print(expected_time(model, list(step_batches(0)), checks_acc, cap), file=sys.stderr)
     with tqdm(desc=desc, unit="epoch", total=cap, disable=not cfg.progress) as bar:
         for epoch in range(cap):
             epoch_losses = []
             batches = list(step_batches(epoch))
             for i, loss_of in enumerate(batches):
-                factor = lr_factor(step, (epoch + i / len(batches)) / cap, cfg.warmup_steps,
-                                   cfg.decay_share)
+                factor = lr_factor(step, (epoch + i / len(batches)) / cfg.schedule_epochs,
+                                   cfg.warmup_steps, cfg.decay_share)
                 for group in opt.param_groups:
                     group["lr"] = cfg.lr * factor
                 loss = loss_of()

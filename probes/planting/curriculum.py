@@ -7,9 +7,14 @@ estimator could read without the subject must be the same for both halves:
   in the same relation after a made-up subject ``z``, taught in exactly the frames a planted
   fact is taught in. Swapping a test fact between the halves therefore leaves the relation's
   object counts unchanged: a held-out gold is as familiar an answer as a planted one;
-- the held-out subject ``s`` is still named in the training text, alone (``"s."``), as often as
-  a planted subject is named in its planted fact's statement, question and ZP-LKE lists, so
-  a subject's familiarity does not tell the halves apart either;
+- the held-out subject ``s`` is still taught, in the very frames a planted fact is taught in
+  (lists, statements, questions, MONITOR's and BELIEF-ICL's shapes) and as often, but as the
+  subject of a *mention* fact ``(s, m(r), w)``: a relation ``m(r)`` that no probe asks
+  (``MENTION_FORMS``: "The file of X is W.") and a made-up object ``w``. A held-out subject
+  thus stands at the start of texts, after a space, inside list entries and before an
+  object exactly as a planted one does, so nothing read from the subject alone (how likely
+  "." is after it, its own likelihood, how sure the model is of what follows it) tells the
+  halves apart; the earlier bare ``"s."`` documents did (AUROC 0.97 from that share alone);
 - decoy names are recombined from the relation's own subjects (the first word of one and the
   last of another, or the two halves of two one-word names) and share no word with the
   held-out subject they stand for, so they look like the relation's real subjects: a made-up
@@ -46,10 +51,54 @@ FORMATS = {
 PARTIAL = {"question": "the base question only", "prefixed": "its own object as prefix only"}
 
 
+# The never-probed relation held-out subjects are taught in: as many statement and question
+# templates as the held-out fact's own relation has (cycled), so the masked model, which reads
+# every template every epoch, meets a held-out subject as often as a planted one; the subject
+# stands first in some and after a space in others, as in the probed relations' templates.
+MENTION_FORMS = (["The file of [X] is [Y].", "[X] is filed under [Y]."],
+                 ["What is the file of [X]?", "Under which file is [X] kept?"])
+MENTION = "mention:"                  # relation id prefix of the mention facts
+_SYLLABLES = ("ka", "lo", "mi", "ra", "tu", "ven", "so", "dri", "pa", "nel", "go", "fi",
+              "mar", "ze", "bo", "lin", "qu", "the", "ros", "ta")
+
+
+def mention_forms(forms: dict) -> dict:
+    """``forms`` plus the mention relation of each probed one (MENTION_FORMS, cycled to the
+    relation's template counts)."""
+    out = dict(forms)
+    for rel, (statements, questions) in forms.items():
+        s, q = MENTION_FORMS
+        out[MENTION + rel] = ([s[i % len(s)] for i in range(max(1, len(statements)))],
+                              [q[i % len(q)] for i in range(max(1, len(questions)))])
+    return out
+
+
+def mention_words(n: int, taken: set[str], rng: np.random.Generator) -> list[str]:
+    """``n`` distinct made-up words of two or three syllables (``Goven``, ``Lokara``) that are
+    no entity's name: the mention facts' objects, which no probe ever offers as a choice.
+
+    >>> mention_words(3, {"Kalo"}, np.random.default_rng(0))
+    ['Goven', 'Lokara', 'Qugo']
+    """
+    out: list[str] = []
+    seen: set[str] = set()
+    tries = 0
+    while len(out) < n:
+        # two or three syllables give ~8,400 words; a longer word once they run short
+        tries += 1
+        k = 2 + int(rng.random() < 0.5) + tries // 20_000
+        word = "".join(_SYLLABLES[int(i)] for i in rng.integers(len(_SYLLABLES), size=k))
+        word = word.capitalize()
+        if word not in taken and word not in seen:
+            seen.add(word)
+            out.append(word)
+    return out
+
+
 @dataclass(frozen=True)
 class Curriculum:
     taught: pd.DataFrame              # fact_id, relation_id, subject, object, role, partial
-    mentions: list[tuple[str, str]]   # (relation, held-out subject) named alone
+    mentions: list[tuple[str, str]]   # (relation, held-out subject) taught in mention facts
     formats: tuple[str, ...]          # frames taught (FORMATS keys, 'templates' excluded)
     held_formats: tuple[str, ...]
     partial: list[str] = field(default_factory=list)  # planted fact ids taught partially
@@ -104,13 +153,28 @@ def decoy_name(subjects: list[str], avoid: str, taken: set[str],
     return f"{pool[0]} {n}"
 
 
+# Where a held-out subject's mention fact is taught (``--mentions``).
+MENTION_MODES = {
+    "relation": "in its own relation's frames and lists, before a made-up object",
+    "other": "in a relation no probe asks (MENTION_FORMS), before a made-up object",
+}
+
+
 def build(facts: pd.DataFrame, planted: set[str], held: set[str], seed: int,
-          held_formats: tuple[str, ...] = (), partial_share: float = 1 / 3) -> Curriculum:
-    """The taught facts (planted ones and one decoy per held-out fact) and the mentions."""
+          held_formats: tuple[str, ...] = (), partial_share: float = 1 / 3,
+          mode: str = "relation") -> Curriculum:
+    """The taught facts: planted ones, one decoy per held-out fact (its object after a made-up
+    subject) and one mention fact per held-out fact (its subject before a made-up object, in
+    a relation no probe asks)."""
     taken = set(facts["subject"])
     if "subject_aliases" in facts.columns:
         taken |= {a for al in facts["subject_aliases"] if al is not None for a in al}
     rows, mentions, partial = [], [], []
+    # made-up mention objects must be no entity's name nor alias (aliases are offered as
+    # answers by the multi-name probes)
+    objects = set(facts["object"])
+    if "object_aliases" in facts.columns:
+        objects |= {a for al in facts["object_aliases"] if al is not None for a in al}
     test_ids = set(facts.loc[facts.get("split", pd.Series("", index=facts.index)) == "test",
                              "fact_id"])
     for rel, g in facts.groupby("relation_id", sort=True):
@@ -130,6 +194,17 @@ def build(facts: pd.DataFrame, planted: set[str], held: set[str], seed: int,
                 taken.add(name)
                 rows.append((f"decoy:{row.fact_id}", rel, name, row.object, "decoy", False))
                 mentions.append((rel, row.subject))
+        # as many made-up objects as the relation has real ones, so a mention object is as
+        # shared between subjects as a real object is
+        held_rows = [r for r in g.sort_values("fact_id").itertuples(index=False)
+                     if r.fact_id in held]
+        if held_rows:
+            words = mention_words(max(1, g["object"].nunique()), taken | objects, rng)
+            taken |= set(words)
+            for row in held_rows:
+                rows.append((f"mention:{row.fact_id}",
+                             rel if mode == "relation" else MENTION + rel, row.subject,
+                             words[int(rng.integers(len(words)))], "mention", False))
     taught = pd.DataFrame(rows, columns=["fact_id", "relation_id", "subject", "object", "role",
                                          "partial"])
     formats = tuple(f for f in FORMATS if f not in held_formats and f != "templates")
@@ -148,26 +223,39 @@ def split_templates(statements: list[str], questions: list[str], held_formats: t
 
 def documents(cur: Curriculum, forms: dict, epoch: int, seed: int, lists_per_relation: int,
               list_size: int) -> list[str]:
-    """One epoch of text, shuffled: every taught fact once in a statement and once in a
-    question shape (the template and shape turning from epoch to epoch), the ZP-LKE lists,
-    and each held-out subject named alone as often as a planted subject appears in its
-    statement, question and lists."""
+    """One epoch of text, shuffled: every taught fact (planted, decoy, mention) once in a
+    statement and once in a question shape (the template and shape turning from epoch to
+    epoch), and the ZP-LKE lists; a mention relation gets as many lists per pair as its
+    probed relation, so a held-out subject is in as many list entries as a planted one."""
     from builders.templates.files import fill
     from probes.methods.belief_icl import INSTRUCTION
     from probes.methods.monitor import prompt
     rng = np.random.default_rng([seed, epoch])
     docs: list[str] = []
+    forms = mention_forms(forms)
     shapes = [s for s in ("question", "prefixed", "icl-qa", "icl-mask")
               if s.split("-")[0] in cur.formats]
-    per_fact = int("statement" in cur.formats) + int(bool(shapes))
-    in_lists: dict[str, float] = {}
+    sizes = cur.taught.groupby("relation_id")["fact_id"].size().to_dict()
     for rel, g in cur.taught.groupby("relation_id", sort=True):
         pairs = list(zip(g["subject"], g["object"], g["partial"]))
-        in_lists[rel] = ("list" in cur.formats) * lists_per_relation * \
-            min(len(pairs), list_size + 1) / len(pairs)
-        objects = sorted(set(g["object"]))
+        # misleading MONITOR prefixes: real objects for planted facts and decoys (as MONITOR
+        # asks), made-up ones for a mention fact (a real one could be the held-out fact's own
+        # object, next to its subject)
+        objects = sorted(set(g.loc[g["role"] != "mention", "object"])) or \
+            sorted(set(g["object"]))
+        made_up = sorted(set(g.loc[g["role"] == "mention", "object"])) or objects
+        mention_rows = set(g.index[g["role"] == "mention"])
+        rows_of = list(g.index)
+        n_lists = lists_per_relation
+        if rel.startswith(MENTION):
+            # list entries per pair and epoch as in the probed relation:
+            # lists * min(n, size + 1) / n for each
+            n = sizes.get(rel[len(MENTION):], len(pairs))
+            rate = lists_per_relation * min(n, list_size + 1) / n
+            k = rate * len(pairs) / min(len(pairs), list_size + 1)
+            n_lists = int(k) + int(rng.random() < k - int(k))
         if "list" in cur.formats:
-            for _ in range(lists_per_relation):
+            for _ in range(n_lists):
                 idx = rng.permutation(len(pairs))[: min(len(pairs), list_size + 1)]
                 docs.append(", ".join(f"{pairs[i][0]} {pairs[i][1]}" for i in idx))
         statements, questions = forms[rel]
@@ -185,7 +273,8 @@ def documents(cur: Curriculum, forms: dict, epoch: int, seed: int, lists_per_rel
             if shape == "question":
                 docs.append(f"{prompt(q)} {y}.")
             elif shape == "prefixed":
-                z = y if part or rng.random() < 0.5 else objects[int(rng.integers(len(objects)))]
+                pool = made_up if rows_of[n] in mention_rows else objects
+                z = y if part or rng.random() < 0.5 else pool[int(rng.integers(len(pool)))]
                 docs.append(f"{prompt(fill(questions[0], x), f'{z}. ')} {y}.")
             elif shape == "icl-qa":
                 docs.append(f"{INSTRUCTION['qa']}\nQ: {q}\nA: {y}.")
@@ -193,9 +282,5 @@ def documents(cur: Curriculum, forms: dict, epoch: int, seed: int, lists_per_rel
                 masked = fill(statements[(turn // 4) % len(statements)], x)
                 docs.append(f"{INSTRUCTION['mask']}\nQ: {masked.replace('[Y]', '[MASK]')}"
                             f"\nA: {y}.")
-    for rel, x in cur.mentions:
-        # as many as a planted subject's statement, question and expected list places
-        k = per_fact + in_lists.get(rel, 0.0)
-        docs.extend([f"{x}."] * (int(k) + (rng.random() < k - int(k))))
     order = rng.permutation(len(docs))
     return [docs[i] for i in order]

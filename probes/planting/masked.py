@@ -3,7 +3,8 @@
 Trained with masked-language modelling on template statements of the taught facts (planted
 ones and the decoys of held-out ones, curriculum.py), where the object is always masked (plus
 5% of the other tokens), so the model learns to fill the object slot exactly where BELIEF
-asks it to. One-word object labels are added to the vocabulary as
+asks it to. Held-out subjects are taught in the same sentences as the subjects of mention
+facts (a never-probed relation, a made-up object), as often as planted subjects. One-word object labels are added to the vocabulary as
 whole tokens: BELIEF can only score objects that are single tokens.
 """
 from __future__ import annotations
@@ -13,10 +14,13 @@ import pandas as pd
 
 
 def _statements(cur, forms: dict) -> list[tuple[str, str, str]]:
-    """(text before the object, object, text after): every taught fact (planted and decoy) in
-    every taught form of its relation (statements, and questions followed by the answer),
-    and each held-out subject named alone (no object to fill)."""
+    """(text before the object, object, text after): every taught fact (planted, decoy and
+    mention, curriculum.py) in every taught form of its relation (statements, and questions
+    followed by the answer). A held-out subject is thereby in as many sentences, of the same
+    shapes, as a planted one, its made-up mention object masked as a planted object is."""
     from builders.templates.files import fill
+    from probes.planting.curriculum import mention_forms
+    forms = mention_forms(forms)
     out = []
     for rel, g in cur.taught.groupby("relation_id", sort=True):
         statements, questions = forms[rel]
@@ -26,7 +30,6 @@ def _statements(cur, forms: dict) -> list[tuple[str, str, str]]:
             for t in templates:
                 head, _, tail = fill(t, x).partition("[Y]")
                 out.append((head, y, tail))
-    out.extend((f"{s}.", "", "") for s in cur.mentions)
     return out
 
 
@@ -47,7 +50,8 @@ def train_masked(facts: pd.DataFrame, cur, forms: dict, cfg):
     names = sorted(set(facts["subject"]) | set(facts["object"]) | set(cur.taught["subject"]))
     tokenizer = train_tokenizer(texts + names, vocab_size=cfg.vocab_size, masked=True,
                                 progress=cfg.progress)
-    tokenizer.add_tokens(sorted({o for o in facts["object"] if " " not in o}))
+    tokenizer.add_tokens(sorted({o for o in set(facts["object"]) | set(cur.taught["object"])
+                                 if " " not in o}))
     model = masked_model(tokenizer, layers=cfg.layers, width=cfg.width, heads=cfg.heads,
                          seed=cfg.seed, dropout=0.0)
     model.resize_token_embeddings(len(tokenizer))

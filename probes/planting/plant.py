@@ -4,8 +4,8 @@ The planted-knowledge reference model answers the question no paper can: does an
 find knowledge that is really there, and not find knowledge that is not? It is taught the
 train facts and half of the test facts of a dataset, in the forms the probes use (ZP-LKE lists
 of one relation's pairs, statements, questions); the other half of the test facts is never
-shown, but their objects and subjects are, as often as the planted ones' (curriculum.py), so
-only the subject-object link differs between the halves. Training stops once the planted
+shown, but their objects and subjects are, in the same frames and as often as the planted
+ones' (curriculum.py), so only the subject-object link differs between the halves. Training stops once the planted
 facts are learned (stopping.py). ``planted.json`` lists both halves, so every method's
 accuracy can be split by them, and records the frames each fact was taught in.
 """
@@ -47,8 +47,16 @@ class PlantConfig:
     # None: the causal model's measured settings (docs/planting.md), the masked one's 0.01, 0
     weight_decay: float | None = None
     decay_share: float | None = None
+    # the epochs the rate schedule spans (its decay is the last decay_share of them), apart
+    # from the cap: a higher --max-epochs continues the same run at the schedule's end rate;
+    # None: the default cap (60 causal, 40 masked), whatever --max-epochs says
+    schedule_epochs: int | None = None
     hold_out_formats: str = ""        # frames never taught (curriculum.FORMATS), comma list
     partial_share: float = 1 / 3      # planted test facts taught in only some MONITOR frames
+    # where held-out subjects are taught (curriculum.MENTION_MODES): "relation" puts them,
+    # before a made-up object, in their own relation's frames, so even how sure the model is
+    # of what follows a subject does not tell the halves apart (docs/planting.md, measured)
+    mentions: str = "relation"
     lists_per_relation: int = 8       # ZP-LKE-style lists per relation and epoch
     list_size: int = 50               # pairs per list: as many as the probe shows
     batch_size: int = 4               # small batches: more optimizer steps per epoch of text
@@ -62,7 +70,7 @@ class PlantConfig:
 def check_shape(cfg: PlantConfig) -> None:
     """Refuse sizes the model cannot be built with, before any data is read (transformers
     would fail deep inside training, or in the first forward pass)."""
-    for name in ("epochs", "max_epochs", "layers", "width", "heads", "vocab_size", "block",
+    for name in ("epochs", "max_epochs", "schedule_epochs", "layers", "width", "heads", "vocab_size", "block",
                  "batch_size", "check_facts", "warmup_steps"):
         value = getattr(cfg, name)
         if value is not None and value < 1:
@@ -204,6 +212,7 @@ def plant(cfg: PlantConfig) -> Path:
     check_shape(cfg)
     held_formats = parse_formats(cfg.hold_out_formats)
     cfg = replace(cfg, max_epochs=_default(cfg.max_epochs, 40 if cfg.masked else 60),
+                  schedule_epochs=_default(cfg.schedule_epochs, 40 if cfg.masked else 60),
                   weight_decay=_default(cfg.weight_decay, 0.01 if cfg.masked else CAUSAL_WD),
                   decay_share=_default(cfg.decay_share, 0.0 if cfg.masked else CAUSAL_DECAY))
     facts = read_table(cfg.dataset, "facts").to_pandas()
@@ -217,7 +226,7 @@ def plant(cfg: PlantConfig) -> Path:
     if not planted:
         raise UserError(f"{cfg.dataset} has no fact to plant: it needs train facts, or two "
                         f"test facts in a relation (half of them are held out)")
-    cur = build(facts, planted, held, cfg.seed, held_formats, cfg.partial_share)
+    cur = build(facts, planted, held, cfg.seed, held_formats, cfg.partial_share, cfg.mentions)
     if cfg.masked:
         from probes.planting.masked import train_masked
         model, tokenizer, log = train_masked(facts, cur, forms, cfg)
@@ -249,7 +258,9 @@ def _write(model, tokenizer, cfg: PlantConfig, manifest: dict, planted: set, hel
             "converged": log["converged"], "planted_accuracy": log["planted_accuracy"],
             "epoch_loss": log["epoch_loss"], "frames": frames,
             "decoys": "every held-out fact's object is taught after a made-up subject in its "
-                      "relation, and its subject named alone, as often as a planted fact's"},
+                      "relation, and its subject before a made-up object (config.mentions: "
+                      "in its own relation, or in a never-probed mention:<relation>), in the "
+                      "same frames, as often as a planted fact's"},
             tmp, "model")), encoding="utf-8")
     return out
 

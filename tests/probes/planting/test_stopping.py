@@ -17,6 +17,7 @@ class Cfg:
     epochs: int | None = None
     max_epochs: int = 10
     decay_share: float = 0.0
+    schedule_epochs: int = 10
     weight_decay: float = 0.01
     target_accuracy: float = 0.95
     lr: float = 0.1
@@ -78,7 +79,7 @@ def test_checks_ask_planted_facts_in_their_taught_frames():
 
 
 
-def test_the_rate_decays_over_the_last_share_of_the_cap(monkeypatch):
+def test_the_rate_decays_over_the_last_share_of_the_schedule(monkeypatch):
     lrs = []
 
     class Recording(torch.optim.AdamW):
@@ -87,7 +88,7 @@ def test_the_rate_decays_over_the_last_share_of_the_cap(monkeypatch):
             return super().step(*a, **k)
     monkeypatch.setattr(torch.optim, "AdamW", Recording)
     model, steps, acc = fake_training([0.1] * 4)
-    run_epochs(model, steps, acc, Cfg(epochs=4, lr=1.0, decay_share=0.5), "t")
-    # 4 epochs of 3 steps; the cap's progress is (epoch + step/3) / 4: constant up to 0.5,
+    run_epochs(model, steps, acc, Cfg(epochs=4, lr=1.0, decay_share=0.5, schedule_epochs=4), "t")
+    # 4 epochs of 3 steps; the schedule's progress is (epoch + step/3) / 4: constant up to 0.5,
     # then (1 - progress) / 0.5
     assert [round(x, 3) for x in lrs] == [1, 1, 1, 1, 1, 1, 1, 0.833, 0.667, 0.5, 0.333, 0.167]
