@@ -100,15 +100,18 @@ def shuffled(outputs: pd.DataFrame, planted: dict | None, seed: int = 0,
     out = outputs[keep].copy() if keep is not None else outputs.copy()
     if not give:
         return out
-    first = outputs.drop_duplicates("fact_id").set_index("fact_id")
     hit = out["fact_id"].isin(set(give)).to_numpy().copy()
     if stages and "stage" in out.columns:
         hit &= out["stage"].isin(stages).to_numpy()
     donor = out["fact_id"].map(give)
     for col in ("gold", "gold_names"):
         if col in out.columns:
+            # a fact's first row may be one without a gold (a subject-only or pair row): the
+            # donor's gold is its first row that has one
+            known = outputs[outputs[col].notna()].drop_duplicates("fact_id")
+            gold_of = dict(zip(known["fact_id"], known[col]))
             vals = out[col].to_numpy(dtype=object).copy()
-            vals[hit] = [first.at[d, col] for d in donor[hit]]
+            vals[hit] = [gold_of.get(d, v) for d, v in zip(donor[hit], vals[hit])]
             out[col] = vals
     _, gold_text = _mc_options(outputs)
     if gold_text and "stage" in out.columns:
