@@ -151,6 +151,11 @@ def assert_valid(v: dict) -> None:
     assert v["auroc"]["value"] >= VALID_AUROC, v
     assert v["planted"]["value"] > v["held_out"]["value"], v
     null = v["subject_blind"]["auroc"]
+    if null["value"] is None:
+        # undefined (e.g. MONITOR: without the subject no anchor names a gold): never a 0.5
+        # that could pass for a clean null, and the block says why
+        assert v["subject_blind"].get("reason"), v["subject_blind"]
+        return
     assert (abs(null["value"] - 0.5) <= NULL_SLACK
             or null["ci_low"] <= 0.5 <= null["ci_high"]), null
 
