@@ -111,7 +111,9 @@ def shuffled(outputs: pd.DataFrame, planted: dict | None, seed: int = 0,
             known = outputs[outputs[col].notna()].drop_duplicates("fact_id")
             gold_of = dict(zip(known["fact_id"], known[col]))
             vals = out[col].to_numpy(dtype=object).copy()
-            vals[hit] = [gold_of.get(d, v) for d, v in zip(donor[hit], vals[hit])]
+            # one by one: golds that are lists of equal length would make a 2-d assignment
+            for i, d in zip(np.flatnonzero(hit), donor[hit]):
+                vals[i] = gold_of.get(d, vals[i])
             out[col] = vals
     _, gold_text = _mc_options(outputs)
     if gold_text and "stage" in out.columns:

@@ -114,3 +114,15 @@ def test_monitor_shuffles_its_frames_and_says_why_not_its_anchor(tmp_path):
     frames = m["validity_frames"]["link_shuffle"]
     assert frames["auroc"]["value"] is not None and frames["planted"]["n"] > 0
     assert frames["planted"]["value"] > 0 and frames["held_out"]["value"] == 0
+
+
+def test_donor_gold_comes_from_a_row_that_has_one():
+    """BELIEF-ICL's first row of a fact may carry no gold_names (a row of another stage), and
+    golds that are lists of one length must not become a 2-d assignment (both broke the
+    sample's and a three-name graph's belief-icl eval)."""
+    from evaluators.metrics.link_shuffle import shuffled
+    rows = pd.DataFrame({"fact_id": ["a", "a", "b", "b"], "relation_id": ["r"] * 4,
+                         "stage": ["x"] * 4,
+                         "gold_names": [None, ["Oslo"], ["Bern"], ["Bern"]]})
+    out = shuffled(rows, {"planted": ["a", "b"], "held_out": []})
+    assert [list(g) for g in out["gold_names"]] == [["Bern"], ["Bern"], ["Oslo"], ["Oslo"]]
