@@ -17,6 +17,12 @@ from tests.evaluators.cli.test_init_pipeline import BIN, ok
 METHODS = ("zp-lke/", "prompt/", "belief/", "belief-icl/", "monitor/")
 
 
+# people: measured 2026-11-27 with the default mention facts, both models converged and every
+# method >= 0.93 except MONITOR's anchor probability, 0.881: open (issue 28). strict, so the
+# case fails loudly once it holds.
+KNOWN_SHORT = {"people": "MONITOR validity 0.881 < 0.9 on this graph (issue 28, open)"}
+
+
 def test_the_graphs_have_the_asked_shapes():
     for name, _, rels in GRAPHS:
         rows = facts(name)
@@ -26,7 +32,9 @@ def test_the_graphs_have_the_asked_shapes():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("graph", [g[0] for g in GRAPHS])
+@pytest.mark.parametrize("graph", [
+    pytest.param(g[0], marks=pytest.mark.xfail(strict=True, reason=KNOWN_SHORT[g[0]]))
+    if g[0] in KNOWN_SHORT else g[0] for g in GRAPHS])
 def test_init_and_repro_plant_a_model_that_learned_its_facts(tmp_path, graph):
     if shutil.which("dvc", path=str(BIN)) is None:
         pytest.fail("dvc is missing: pip install 'factprobe[pipeline]'")
