@@ -92,7 +92,10 @@ def main() -> None:
             raise SystemExit(f"{need} is missing: run dvc repro first")
     cores = sorted(os.sched_getaffinity(0))
     all_threads = ["--threads", str(len(cores))]     # torch's own default: one per core
-    settings = {"auto": [], **({"one per core (old default)": all_threads} if args.old else {})}
+    # eval follows the load only with --threads auto (its default is the cores, for the same
+    # bytes on any load); plant always trains on one thread
+    settings = {"auto": ["--threads", "auto"],
+                **({"one per core (old default)": all_threads} if args.old else {})}
     results: dict = {}
     for name, cmd in commands(work, args.epochs).items():
         if args.only and name != args.only:
@@ -105,7 +108,8 @@ def main() -> None:
                     try:
                         time.sleep(0.5 if held else 0)   # the spinner is running before we start
                         load = os.getloadavg()[0]
-                        got = timed(cmd, extra)
+                        got = timed(cmd, extra if name != "plant" or extra != ["--threads", "auto"]
+                                    else [])
                     finally:
                         if spinner is not None:
                             spinner.kill()

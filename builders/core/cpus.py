@@ -126,16 +126,25 @@ def free_cores(cores: int, busy: float | None) -> int:
     return max(1, min(cores, int(cores - busy + _SPARE)))
 
 
-def choose_threads(requested: int | None, work_cap: int | None = None,
+def choose_threads(requested: int | str | None, work_cap: int | None = None,
                    sample_s: float = SAMPLE_S) -> ThreadChoice:
-    """``requested`` (the ``--threads`` flag) if given, else the free cores capped by the
-    work's own limit."""
+    """``requested`` (the ``--threads`` flag) if a count; ``"auto"``: the free cores, measured
+    now; by default ``OMP_NUM_THREADS`` when set, else the cores this process may use. Each
+    capped by the work's own limit.
+
+    The default does not follow the load: a thread count can change a result's last bits
+    (a resumed run computed partly on 1 and partly on 2 threads differed), and the same
+    inputs must give the same bytes on a busy and a quiet machine. ``auto`` trades that for
+    speed on a busy machine."""
     cores = available_cores()
-    if requested is not None:
+    cap = (lambda n: max(1, min(n, work_cap))) if work_cap is not None else (lambda n: n)
+    if isinstance(requested, int):
         return ThreadChoice(int(requested), "--threads", cores, None, work_cap)
-    # Nothing to measure when the answer is one thread whatever the load.
-    busy = busy_cores(sample_s) if cores > 1 and work_cap != 1 else None
-    n = free_cores(cores, busy)
-    if work_cap is not None:
-        n = max(1, min(n, work_cap))
-    return ThreadChoice(n, "auto", cores, busy, work_cap)
+    if requested == "auto":
+        # Nothing to measure when the answer is one thread whatever the load.
+        busy = busy_cores(sample_s) if cores > 1 and work_cap != 1 else None
+        return ThreadChoice(cap(free_cores(cores, busy)), "auto", cores, busy, work_cap)
+    env = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return ThreadChoice(cap(int(env)), "OMP_NUM_THREADS", cores, None, work_cap)
+    return ThreadChoice(cap(cores), "cores", cores, None, work_cap)

@@ -68,7 +68,7 @@ def register(subparsers, common) -> None:
                    help="train a masked LM (for BELIEF) instead of a causal one")
     from evaluators.cli.threads import add_threads_flag
     from evaluators.cli.threads import PLANT_HELP
-    add_threads_flag(p, "planted.json", PLANT_HELP)
+    add_threads_flag(p, "planted.json", PLANT_HELP, auto=False)
     p.set_defaults(run=_run_plant)
 
 

@@ -30,8 +30,26 @@ def test_the_flag_wins_and_the_work_caps():
     got = cpus.choose_threads(3)
     assert (got.threads, got.chosen_by, got.busy_cores) == (3, "--threads", None)
     assert 1 <= got.cores <= len(os.sched_getaffinity(0))
-    capped = cpus.choose_threads(None, work_cap=1, sample_s=0.05)
+    capped = cpus.choose_threads("auto", work_cap=1, sample_s=0.05)
     assert capped.threads == 1 and capped.chosen_by == "auto" and capped.work_cap == 1
+
+
+def test_the_default_never_follows_the_load(monkeypatch):
+    """The same inputs give the same bytes on a busy and a quiet machine: without --threads
+    the count is OMP_NUM_THREADS or the cores we may use, whatever the load."""
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    spinner = _spin(min(os.sched_getaffinity(0)))
+    try:
+        got = cpus.choose_threads(None)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert (got.threads, got.chosen_by, got.busy_cores) == (cpus.available_cores(), "cores",
+                                                           None)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert (cpus.choose_threads(None).threads, cpus.choose_threads(None).chosen_by) == (
+        3, "OMP_NUM_THREADS")
+    assert cpus.choose_threads(None, work_cap=1).threads == 1     # plant's one thread holds
 
 
 def _spin(core: int) -> subprocess.Popen:
@@ -86,11 +104,15 @@ def test_eval_records_the_thread_choice_in_run_json(mc_dir, tiny_causal_dir,  # 
     assert proc.returncode == 0, proc.stderr
     got = json.loads((tmp_path / "flag" / "run.json").read_text())["threads"]
     assert got["threads"] == 1 and got["chosen_by"] == "--threads"
-    proc = run(*base, "--out", str(tmp_path / "auto"))
+    proc = run(*base, "--out", str(tmp_path / "auto"), "--threads", "auto")
     assert proc.returncode == 0, proc.stderr
     got = json.loads((tmp_path / "auto" / "run.json").read_text())["threads"]
     assert got["chosen_by"] == "auto" and 1 <= got["threads"] <= got["cores"]
     assert got["cores"] <= len(os.sched_getaffinity(0)) and got["busy_cores"] is not None
+    proc = run(*base, "--out", str(tmp_path / "default"))
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads((tmp_path / "default" / "run.json").read_text())["threads"]
+    assert got["chosen_by"] in ("OMP_NUM_THREADS", "cores") and got["busy_cores"] is None
 
 
 def test_plant_records_the_thread_count_in_planted_json(mc_dir, tmp_path):  # noqa: F811

@@ -38,7 +38,8 @@ class DumpOptions:
         if self.threads:
             return self.threads
         from builders.core.cpus import choose_threads
-        return choose_threads(None).threads
+        # decoder threads change no byte of the output, so they may follow the load
+        return choose_threads("auto").threads
 
     def parser_workers(self) -> int:
         if self.workers is not None:
