@@ -8,6 +8,11 @@ import json
 import threading
 from pathlib import Path
 
+import pytest
+
+from tests.conftest import WIKIDATA_MINI
+from tests.contract.harness import run
+
 DEPTH = 200_000
 DEEP_ARRAY = "[" * DEPTH + "]" * DEPTH
 DEEP_OBJECT = '{"a":' * DEPTH + "1" + "}" * DEPTH
@@ -83,3 +88,21 @@ def hide_orjson(folder: Path) -> str:
 def files_under(root: Path):
     """Every file under ``root`` (the cache included)."""
     return [p for p in root.rglob("*") if p.is_file()]
+
+
+# Shared by test_hostile_json.py and test_secrets.py (imported there by name, as pytest needs).
+
+@pytest.fixture(scope="module")
+def wd_facts(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wd") / "wdfacts"
+    proc = run(["build", "facts", "--source", "rdf", "--path", str(WIKIDATA_MINI), "--relations",
+                "P36,P37", "--out", str(out), "--quiet"], cwd=out.parent)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = FixedAnswer()
+    yield srv
+    srv.close()

@@ -25,7 +25,9 @@ import pytest
 from tests import wikidata_dump_fixture as fx
 from tests.conftest import WIKIDATA_MINI
 from tests.contract.harness import Case, check, expand, run, snapshot
-from tests.contract.hostile import (
+from tests.contract.hostile import (  # noqa: F401 (fixtures)
+    server,
+    wd_facts,
     DEEP_ARRAY,
     DEEP_OBJECT,
     FixedAnswer,
@@ -181,21 +183,6 @@ FILES = [
          setup=copy_with("shard", "deepshard", "run.json", DEEP_ARRAY)),
 ]
 
-
-@pytest.fixture(scope="module")
-def wd_facts(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("wd") / "wdfacts"
-    proc = run(["build", "facts", "--source", "rdf", "--path", str(WIKIDATA_MINI), "--relations",
-                "P36,P37", "--out", str(out), "--quiet"], cwd=out.parent)
-    assert proc.returncode == 0, proc.stderr
-    return out
-
-
-@pytest.fixture(scope="module")
-def server():
-    srv = FixedAnswer()
-    yield srv
-    srv.close()
 
 
 def _run(case: Case, ws: Path, names: dict) -> None:

@@ -21,7 +21,7 @@ import pytest
 
 from tests.conftest import WIKIDATA_MINI
 from tests.contract.harness import run, snapshot
-from tests.contract.hostile import FixedAnswer, chat_completion
+from tests.contract.hostile import FixedAnswer, chat_completion, server, wd_facts  # noqa: F401
 from tests.wbapi_server import FakeWikidataApi, default_entities
 
 KEY = "sk-proj-Q7w8e9r0t1y2u3i4"          # OPENAI_API_KEY
@@ -134,21 +134,6 @@ CASES = [
             with_userinfo("{srvhost}/w/api.php"), "--retries", "0", "--out", "out"), 2, "no", 404),
 ]
 
-
-@pytest.fixture(scope="module")
-def wd_facts(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("wd") / "wdfacts"
-    proc = run(["build", "facts", "--source", "rdf", "--path", str(WIKIDATA_MINI), "--relations",
-                "P36,P37", "--out", str(out), "--quiet"], cwd=out.parent)
-    assert proc.returncode == 0, proc.stderr
-    return out
-
-
-@pytest.fixture(scope="module")
-def server():
-    srv = FixedAnswer()
-    yield srv
-    srv.close()
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
