@@ -6,7 +6,7 @@
 Per-prompt rows of a synthetic BELIEF run are made in memory (``--pairs`` pairs in 40
 relations, 2 to 40 prompts per pair, each pair with its own accuracy), then timed:
 
-  factprobe   ``evaluators.metrics.belief.acc1_fluctuation`` (per-pair counts, one binomial
+  factprobe   ``factprobe.evaluators.metrics.belief.acc1_fluctuation`` (per-pair counts, one binomial
               draw per (correct prompts, prompts) group and sampling);
   loop        the paper's procedure written plainly: for each sampling, pick one prompt per
               pair with numpy and average; ``--loop`` samplings only (0: skip), extrapolated
@@ -62,7 +62,7 @@ def main() -> None:
     ap.add_argument("--loop", type=int, default=500, help="samplings for the plain loop (0: skip)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    from evaluators.metrics.belief import acc1_fluctuation
+    from factprobe.evaluators.metrics.belief import acc1_fluctuation
     rows = synthetic_rows(args.pairs, args.seed)
     t0 = time.perf_counter()
     got = acc1_fluctuation(rows, samplings=args.samplings, seed=args.seed)

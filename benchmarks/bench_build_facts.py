@@ -101,7 +101,7 @@ def main() -> None:
     for source in sources:
         path = inputs[source]
         out = work / f"facts-{source}-{args.facts}"
-        cmd = [sys.executable, "-m", "evaluators.cli.app", "build", "facts", "--quiet", "--source",
+        cmd = [sys.executable, "-m", "factprobe.cli.app", "build", "facts", "--quiet", "--source",
                source, "--path", str(path), "--relations", "all", "--out", str(out)]
         seconds, peak = run_child(cmd)
         manifest = json.loads((out / "dataset.json").read_text())

@@ -22,7 +22,7 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, emit, in_fresh_process, machine, run_child, versions  # noqa: E402
 
-from builders.core.tables import FACTS_SCHEMA, base_manifest, write_dataset  # noqa: E402
+from factprobe.core.tables import FACTS_SCHEMA, base_manifest, write_dataset  # noqa: E402
 
 
 def synthetic_facts(n: int, relations: int, seed: int) -> pa.Table:
@@ -82,7 +82,7 @@ def main() -> None:
     facts_dir = work / f"synthetic-{args.facts}"
     if not (facts_dir / "facts.parquet").exists():
         in_fresh_process(generate, facts_dir, args.facts, args.relations, args.seed)
-    cmd = [sys.executable, "-m", "evaluators.cli.app", "build", "mc", "--quiet", "--facts",
+    cmd = [sys.executable, "-m", "factprobe.cli.app", "build", "mc", "--quiet", "--facts",
            str(facts_dir), "--out", str(work / f"mc-{args.facts}")]
     seconds, peak_mb = run_child(cmd)
     manifest = json.loads((work / f"mc-{args.facts}" / "dataset.json").read_text())

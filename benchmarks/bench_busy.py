@@ -36,7 +36,7 @@ def _params() -> dict:
 def commands(work: Path, epochs: int) -> dict[str, list[str]]:
     p = _params()
     plant = p["plant"]
-    cli = [sys.executable, "-m", "evaluators.cli.app"]
+    cli = [sys.executable, "-m", "factprobe.cli.app"]
     return {
         "plant": cli + [
             "plant", "--quiet", "--dataset", "data/datasets/sample-mc", "--templates",

@@ -100,9 +100,9 @@ def parse_costs(dump: Path, relations: tuple[str, ...], lines: int = 20000,
     (lines without one decoded for their names only); both must give the same rows."""
     import bz2
 
-    from builders.sources.wikidata_dump.json_lines import EntityReader
-    from builders.sources.wikidata_dump.rows import PieceStats, Rows
-    from builders.sources.wikidata_dump.spec import ExtractSpec
+    from factprobe.builders.sources.wikidata_dump.json_lines import EntityReader
+    from factprobe.builders.sources.wikidata_dump.rows import PieceStats, Rows
+    from factprobe.builders.sources.wikidata_dump.spec import ExtractSpec
     with bz2.open(dump, "rb") as fh:
         fh.readline()
         sample = [fh.readline() for _ in range(lines)]
@@ -168,7 +168,7 @@ def main() -> None:
         want["facts"] = [list(f) for f in want["facts"]]
         out = work / f"dump-facts-{n}"
         env = {**os.environ, "FACTPROBE_CACHE_DIR": str(work / "dump-cache")}
-        build = [sys.executable, "-m", "evaluators.cli.app", "build", "facts", "--quiet",
+        build = [sys.executable, "-m", "factprobe.cli.app", "build", "facts", "--quiet",
                  "--source", "wikidata-dump", "--path", str(dump), "--relations",
                  ",".join(relations), "--out", str(out)]
         for flag in ("workers", "threads"):

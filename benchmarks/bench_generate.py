@@ -119,9 +119,9 @@ def main() -> None:
     torch.set_grad_enabled(False)
     if args.threads:
         torch.set_num_threads(args.threads)
-    from probes.backends import BackendConfig
-    from probes.backends.hf_causal import HFCausal
-    from probes.requests import GenerateRequest, ScoreRequest
+    from factprobe.probes.backends import BackendConfig
+    from factprobe.probes.backends.hf_causal import HFCausal
+    from factprobe.probes.requests import GenerateRequest, ScoreRequest
 
     tok, model = common.model_from_args(args)
     backend = HFCausal(model, tok, args.device, BackendConfig("bench", device=args.device,

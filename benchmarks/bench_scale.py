@@ -35,7 +35,7 @@ from bench_zp_lke import synthetic_mc, write_facts
 def eval_command(work: Path, out: str, args, extra: list[str]) -> float:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
            "PYTHONPATH": str(common.ROOT)}
-    argv = [sys.executable, "-m", "evaluators.cli", "eval", "zp-lke", "--dataset",
+    argv = [sys.executable, "-m", "factprobe.cli", "eval", "zp-lke", "--dataset",
             str(work / "mc"), "--model", str(work / "model"), "--out", str(work / out),
             "--examples", str(args.examples), "--response-tokens", "0", "--device", args.device,
             "--dtype", args.dtype, "--quiet", *extra]

@@ -9,7 +9,7 @@ examples, ``--facts`` test facts, 100 choices drawn from 150 multi-token objects
 random-weight model with a locally trained tokenizer are made in memory. The ZP-LKE plan's
 (context, option) pairs are then scored in one process by
 
-  factprobe    ``probes.backends`` ``HFCausal.score`` on the plan's requests (shared prefix per
+  factprobe    ``factprobe.probes.backends`` ``HFCausal.score`` on the plan's requests (shared prefix per
                relation, option tries, packed rows), and the whole ``factprobe eval zp-lke``
                (CLI entry point in process: plan, scoring, outputs and metrics written);
   lm-eval      ``HFLM.loglikelihood`` on ``Instance(request_type="loglikelihood",
@@ -44,7 +44,7 @@ def synthetic_mc(relations: int, test_facts: int, *, train: int = 50, choices: i
     """A facts table shaped like T-REx-MC: ``train`` + ``test_facts`` facts per relation,
     ``choices`` options per fact (the gold once), objects of several kinds (years, one-word
     places, two-word persons, three-word titles, two-word organisations)."""
-    from builders.core.tables import fact_id
+    from factprobe.core.tables import fact_id
     rng = np.random.default_rng(seed)
     per_rel = train + test_facts
     subjects = common.unique_names(rng, relations * per_rel, words=2)
@@ -76,7 +76,7 @@ def synthetic_mc(relations: int, test_facts: int, *, train: int = 50, choices: i
 def write_facts(facts: pd.DataFrame, folder: Path) -> Path:
     import pyarrow as pa
 
-    from builders.core.tables import FACTS_SCHEMA, base_manifest, write_dataset
+    from factprobe.core.tables import FACTS_SCHEMA, base_manifest, write_dataset
     schema = FACTS_SCHEMA.append(pa.field("choices", pa.list_(pa.string())))
     table = pa.Table.from_pandas(facts, schema=schema, preserve_index=False)
     return write_dataset(folder, {"facts": table}, base_manifest(
@@ -110,7 +110,7 @@ def run_plain(model, backend, pairs, device: str) -> tuple[list[float], int]:
 
 def bound_tokens(backend, requests) -> int:
     """Shared prefix once per group + each request's own context tokens + its options'."""
-    from probes.backends.hf_causal import common_prefix_len
+    from factprobe.probes.backends.hf_causal import common_prefix_len
     groups: dict[str, list] = {}
     for r in requests:
         groups.setdefault(r.group, []).append(r)
@@ -151,10 +151,10 @@ def main() -> None:
     torch.set_grad_enabled(False)
     if args.threads:
         torch.set_num_threads(args.threads)
-    from probes.backends import BackendConfig
-    from probes.backends.hf_causal import HFCausal
-    from probes.methods.zp_lke import ZPLKEConfig, plan
-    from probes.planting.model_factory import save
+    from factprobe.probes.backends import BackendConfig
+    from factprobe.probes.backends.hf_causal import HFCausal
+    from factprobe.probes.methods.zp_lke import ZPLKEConfig, plan
+    from factprobe.probes.planting.model_factory import save
 
     facts = synthetic_mc(args.relations, args.facts, train=args.examples, choices=args.choices)
     tok, model = common.model_from_args(args)
@@ -210,7 +210,7 @@ def main() -> None:
     try:
         data_dir = write_facts(facts, work / "data")
         model_dir = save(model, tok, work / "model")
-        from evaluators.cli.app import main as cli
+        from factprobe.cli.app import main as cli
         argv = ["eval", "zp-lke", "--dataset", str(data_dir), "--model", str(model_dir),
                 "--out", str(work / "out"), "--response-tokens", "0", "--quiet",
                 "--device", args.device, "--dtype", args.dtype,

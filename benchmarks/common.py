@@ -109,7 +109,7 @@ def unique_names(rng: np.random.Generator, n: int, words: int, lo: int = 2, hi: 
 def tokenizer(vocab: int = 4000, seed: int = 0):
     """A byte-level BPE trained on synthetic syllable text (not on the benchmark's names, so
     names split into several tokens as rare names do in real vocabularies)."""
-    from probes.planting.model_factory import train_tokenizer
+    from factprobe.probes.planting.model_factory import train_tokenizer
     rng = np.random.default_rng(seed + 1000)
     lines = [" ".join(word(rng, 1, 3) if rng.random() < 0.85 else str(int(rng.integers(0, 3000)))
                       for _ in range(12)) + "," for _ in range(20000)]

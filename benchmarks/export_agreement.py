@@ -40,7 +40,7 @@ def main() -> None:
     import lm_eval
     from lm_eval.tasks import TaskManager
 
-    from evaluators.cli.app import main as factprobe
+    from factprobe.cli.app import main as factprobe
     extra = shlex.split(a.args)
     limit = ["--limit", str(a.limit)] if a.limit else []
     export_extra = [("--seed" if x == "--seeds" else x) for x in extra]

@@ -61,8 +61,8 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from builders.core.tables import read_table
-    from evaluators.metrics.stats import auroc, auroc_interval
+    from factprobe.core.tables import read_table
+    from factprobe.evaluators.metrics.stats import auroc, auroc_interval
     meta = json.loads((Path(a.model) / "planted.json").read_text(encoding="utf-8"))
     planted, held = set(meta["planted"]), set(meta["held_out"])
     model = AutoModelForCausalLM.from_pretrained(a.model).eval()

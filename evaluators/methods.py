@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from builders.core.errors import UserError
-from builders.core.tables import read_table
-from evaluators.metrics.suite import MethodMetrics
-from evaluators.metrics.suites import belief as belief_metrics
-from evaluators.metrics.suites import belief_icl as belief_icl_metrics
-from evaluators.metrics.suites import monitor as monitor_metrics
-from evaluators.metrics.suites import prompt as prompt_metrics
-from evaluators.metrics.suites import zp_lke as zp_lke_metrics
-from probes.methods import belief, belief_icl, monitor, prompt, zp_lke
-from probes.methods.spec import Probe
+from factprobe.core.errors import UserError
+from factprobe.core.tables import read_table
+from factprobe.evaluators.metrics.suite import MethodMetrics
+from factprobe.evaluators.metrics.suites import belief as belief_metrics
+from factprobe.evaluators.metrics.suites import belief_icl as belief_icl_metrics
+from factprobe.evaluators.metrics.suites import monitor as monitor_metrics
+from factprobe.evaluators.metrics.suites import prompt as prompt_metrics
+from factprobe.evaluators.metrics.suites import zp_lke as zp_lke_metrics
+from factprobe.probes.methods import belief, belief_icl, monitor, prompt, zp_lke
+from factprobe.probes.methods.spec import Probe
 
 
 @dataclass(frozen=True)

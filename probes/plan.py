@@ -14,7 +14,7 @@ from typing import Callable
 
 import pandas as pd
 
-from probes.requests import request_needs
+from factprobe.probes.requests import request_needs
 
 
 @dataclass
@@ -41,7 +41,7 @@ class Stage:
         """What this stage asks of a backend: its kind, what it declares, and what its known
         requests need.
 
-        >>> from probes.requests import ScoreRequest
+        >>> from factprobe.probes.requests import ScoreRequest
         >>> sorted(Stage("s", "score", [ScoreRequest("a", (), continuation_ids=((1,),))])
         ...        .capabilities())
         ['score', 'token_ids']
@@ -70,7 +70,7 @@ class Plan:
 
     def needs(self) -> frozenset[str]:
         """The backend capabilities the plan's stages need (names as in
-        :data:`probes.requests.CAPABILITIES`)."""
+        :data:`factprobe.probes.requests.CAPABILITIES`)."""
         return frozenset().union(*(s.capabilities() for s in self.stages))
 
     def empty_reason(self, limit: int = 4) -> str:

@@ -25,8 +25,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from builders.core.errors import UserError
-from probes.plan import Plan, Stage
+from factprobe.core.errors import UserError
+from factprobe.probes.plan import Plan, Stage
 
 # The made-up subject. Two invented words, so that no tokenizer has them as one known token
 # and no dataset has them as an entity (checked: :func:`blind_facts` refuses a dataset that

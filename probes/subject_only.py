@@ -22,9 +22,9 @@ from dataclasses import replace
 
 import pandas as pd
 
-from probes.plan import Plan, Stage
-from probes.requests import ScoreRequest
-from probes.subject_blind import blind_ids
+from factprobe.probes.plan import Plan, Stage
+from factprobe.probes.requests import ScoreRequest
+from factprobe.probes.subject_blind import blind_ids
 
 STAGE = "subject_only"
 SCORES = ("period_after_subject", "subject_likelihood")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evaluators.cli.app import main
+from factprobe.cli.app import main
 from tests.conftest import WIKIDATA_MINI
 
 ROOT = Path(__file__).resolve().parent.parent

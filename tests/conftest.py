@@ -174,14 +174,14 @@ TEXT = [
 
 @pytest.fixture(scope="session")
 def tiny_causal_dir(tmp_path_factory):
-    from probes.planting.model_factory import causal_model, save, train_tokenizer
+    from factprobe.probes.planting.model_factory import causal_model, save, train_tokenizer
     tok = train_tokenizer(TEXT, vocab_size=400)
     return save(causal_model(tok, layers=2, width=64), tok, tmp_path_factory.mktemp("gpt2"))
 
 
 @pytest.fixture(scope="session")
 def tiny_llama_dir(tmp_path_factory):
-    from probes.planting.model_factory import causal_model, save, train_tokenizer
+    from factprobe.probes.planting.model_factory import causal_model, save, train_tokenizer
     tok = train_tokenizer(TEXT, vocab_size=400)
     return save(causal_model(tok, layers=2, width=64, arch="llama"), tok,
                 tmp_path_factory.mktemp("llama"))
@@ -189,6 +189,6 @@ def tiny_llama_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_masked_dir(tmp_path_factory):
-    from probes.planting.model_factory import masked_model, save, train_tokenizer
+    from factprobe.probes.planting.model_factory import masked_model, save, train_tokenizer
     tok = train_tokenizer(TEXT, vocab_size=400, masked=True)
     return save(masked_model(tok), tok, tmp_path_factory.mktemp("bert"))

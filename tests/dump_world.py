@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from builders.datasets.build_facts import FactsConfig, build_facts
-from builders.sources.wikidata_dump import DumpOptions
+from factprobe.builders.datasets.build_facts import FactsConfig, build_facts
+from factprobe.builders.sources.wikidata_dump import DumpOptions
 from tests import wikidata_dump_fixture as fx
 
 RELATIONS = ("P36", "P37", "P19", "P569", "P1082", "P1448", "P856", "P214", "P6254")

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from builders.core.tables import base_manifest, write_dataset
-from builders.datasets.facts import SourceResult, assemble_facts
+from factprobe.core.tables import base_manifest, write_dataset
+from factprobe.builders.datasets.facts import SourceResult, assemble_facts
 
 LABELS = {"france": "France", "germany": "Germany", "italy": "Italy",
           "switzerland": "Switzerland", "turkey": "Turkey", "paris": "Paris", "berlin": "Berlin",

@@ -13,25 +13,28 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.packages import modules
+
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("builders", "probes", "evaluators")
+PACKAGES = ("factprobe", "builders", "probes", "evaluators")   # first parts of dep paths
+MODULES = modules()
 
 # What each stage's command runs: its CLI module (whose function-level imports serve other
 # sub-commands, so only its module-level imports are followed) and the modules doing the work.
 ENTRIES = {
-    "facts": ("evaluators.cli.build", ["builders.datasets.build_facts"]),
-    "aliases": ("evaluators.cli.build", ["builders.datasets.aliases"]),
-    "mc": ("evaluators.cli.build", ["builders.datasets.mc"]),
-    "nobel": ("evaluators.cli.build", ["builders.datasets.nobel_source"]),
-    "templates": ("evaluators.cli.templates", ["builders.templates.paraphrase"]),
-    "misprimes": ("evaluators.cli.templates", ["builders.datasets.misprimes"]),
-    "multiprompt": ("evaluators.cli.templates", ["builders.datasets.multiprompt"]),
-    "fktc": ("evaluators.cli.templates", ["builders.datasets.fktc"]),
-    "plant": ("evaluators.cli.plant", ["probes.planting.plant"]),
-    "plant-masked": ("evaluators.cli.plant", ["probes.planting.plant"]),
-    **{f"eval-{m}": ("evaluators.cli.evaluate", ["evaluators.cli.evaluate"])
+    "facts": ("factprobe.cli.build", ["factprobe.builders.datasets.build_facts"]),
+    "aliases": ("factprobe.cli.build", ["factprobe.builders.datasets.aliases"]),
+    "mc": ("factprobe.cli.build", ["factprobe.builders.datasets.mc"]),
+    "nobel": ("factprobe.cli.build", ["factprobe.builders.datasets.nobel_source"]),
+    "templates": ("factprobe.cli.templates", ["factprobe.builders.templates.paraphrase"]),
+    "misprimes": ("factprobe.cli.templates", ["factprobe.builders.datasets.misprimes"]),
+    "multiprompt": ("factprobe.cli.templates", ["factprobe.builders.datasets.multiprompt"]),
+    "fktc": ("factprobe.cli.templates", ["factprobe.builders.datasets.fktc"]),
+    "plant": ("factprobe.cli.plant", ["factprobe.probes.planting.plant"]),
+    "plant-masked": ("factprobe.cli.plant", ["factprobe.probes.planting.plant"]),
+    **{f"eval-{m}": ("factprobe.cli.evaluate", ["factprobe.cli.evaluate"])
        for m in ("zp-lke", "prompt", "belief-icl", "monitor", "belief")},
-    "report": ("evaluators.cli.report", ["evaluators.report.build"]),
+    "report": ("factprobe.cli.report", ["factprobe.evaluators.report.build"]),
 }
 # Code a stage must not depend on: the point of fine-grained deps (a report change reruns no
 # model pass, a backend change retrains no planted model).
@@ -48,11 +51,7 @@ MUST_NOT = {
 
 
 def module_file(name: str) -> Path | None:
-    base = ROOT / name.replace(".", "/")
-    for p in (base.with_suffix(".py"), base / "__init__.py"):
-        if p.is_file():
-            return p
-    return None
+    return MODULES.get(name)
 
 
 @lru_cache(maxsize=None)
@@ -76,7 +75,7 @@ def imports_of(name: str, top_level_only: bool = False) -> frozenset[str]:
             found.update(f"{mod}.{a.name}" for a in node.names)   # submodules imported by name
     out = set()
     for m in found:
-        if m.split(".")[0] in PACKAGES and module_file(m) is not None:
+        if module_file(m) is not None:
             out.add(m)
             parts = m.split(".")   # importing a.b.c runs a/__init__ and a/b/__init__ too
             out.update(".".join(parts[:i]) for i in range(1, len(parts)) if module_file(".".join(parts[:i])))
@@ -106,10 +105,24 @@ def stage_deps() -> dict[str, list[str]]:
 
 
 def trivial(path: Path) -> bool:
-    """A package __init__ with nothing but a docstring: no behaviour to depend on."""
+    """A package __init__ with nothing but a docstring, ``__future__`` imports and functions
+    (``factprobe/__init__`` names the library API lazily, PEP 562): nothing runs at import,
+    so no behaviour to depend on."""
     body = ast.parse((ROOT / path).read_text()).body
     return path.name == "__init__.py" and all(
-        isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) for n in body)
+        isinstance(n, ast.FunctionDef)
+        or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))
+        or (isinstance(n, ast.ImportFrom) and n.module == "__future__")
+        or (isinstance(n, (ast.Assign, ast.AnnAssign)) and _literal(n.value))
+        for n in body)
+
+
+def _literal(node) -> bool:
+    try:
+        ast.literal_eval(node)
+    except ValueError:
+        return False
+    return True
 
 
 def covered(path: Path, deps: list[str]) -> bool:

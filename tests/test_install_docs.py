@@ -47,7 +47,7 @@ def test_documented_install_line_installs_from_a_checkout(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert list(target.glob("factprobe-*.dist-info"))
     # the package data the generated repository and the report page need came along
-    assert (target / "evaluators/scaffold/files/plots.html").is_file()
+    assert (target / "factprobe/scaffold/files/plots.html").is_file()
     assert (target / "evaluators/report/html/vendor/vega.min.js").is_file()
     assert (target / "bin" / "factprobe").is_file()
     extras = (next(target.glob("factprobe-*.dist-info")) / "METADATA").read_text()

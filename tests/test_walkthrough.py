@@ -26,7 +26,7 @@ def graph(path: Path) -> None:
 
 
 def cli(*args: str) -> None:
-    proc = subprocess.run([sys.executable, "-m", "evaluators.cli.app", *args, "--quiet"], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "factprobe.cli.app", *args, "--quiet"], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
 

@@ -8,17 +8,17 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from builders.core.errors import UserError
-from builders.core.inputs import FACTS, InputDataset, Needs, as_input
-from builders.core.provenance import input_of, make_provenance
-from builders.core.redact import is_redacted
-from builders.core.retry import RetryPolicy
-from builders.core.tables import base_manifest, file_sha256, read_table, write_dataset
-from builders.core.transport import DEFAULT_MAX_ANSWER_MB, MB
-from builders.datasets.facts import alias_lists
-from builders.sources.graph import checked_lang
-from builders.sources.iris import SKOS, WELL_KNOWN, is_wikidata_id, resolve
-from builders.sources.sparql import Endpoint, HttpEndpoint, LocalGraph
+from factprobe.core.errors import UserError
+from factprobe.builders.inputs import FACTS, InputDataset, Needs, as_input
+from factprobe.core.provenance import input_of, make_provenance
+from factprobe.core.redact import is_redacted
+from factprobe.core.retry import RetryPolicy
+from factprobe.core.tables import base_manifest, file_sha256, read_table, write_dataset
+from factprobe.core.transport import DEFAULT_MAX_ANSWER_MB, MB
+from factprobe.builders.datasets.facts import alias_lists
+from factprobe.builders.sources.graph import checked_lang
+from factprobe.builders.sources.iris import SKOS, WELL_KNOWN, is_wikidata_id, resolve
+from factprobe.builders.sources.sparql import Endpoint, HttpEndpoint, LocalGraph
 
 VALUES_BATCH = 200  # entity IRIs per altLabel query: keeps each query well under URL/POST limits
 
@@ -67,7 +67,7 @@ def _graph_for(cfg: AliasConfig, manifest: dict) -> tuple[Endpoint, dict[str, st
 def _dump_path(cfg: AliasConfig, manifest: dict) -> str | None:
     """The Wikidata dump to read names from: --path when it is one, else the dump the facts
     were built from (unless --path or --endpoint names another graph)."""
-    from builders.sources.wikidata_dump.stream import is_dump_path
+    from factprobe.builders.sources.wikidata_dump.stream import is_dump_path
     if cfg.path:
         return cfg.path if is_dump_path(cfg.path) else None
     src = manifest.get("source", {})
@@ -97,11 +97,11 @@ def graph_aliases(endpoint: Endpoint, ids: list[str], prefixes: dict[str, str], 
 
 
 def wikidata_aliases(cfg: AliasConfig, ids: list[str]) -> tuple[pd.DataFrame, dict]:
-    from builders.sources.wikidata_api import fetch_labels_aliases
+    from factprobe.builders.sources.wikidata_api import fetch_labels_aliases
     qids = [i for i in ids if is_wikidata_id(i)]
     if not qids:
         raise UserError(f"{cfg.facts} has no Wikidata ids (Q123) to look up; use --via graph")
-    from builders.sources.wikidata_api import API_URL
+    from factprobe.builders.sources.wikidata_api import API_URL
     names = fetch_labels_aliases(qids, lang=cfg.lang, api_url=cfg.api_url or API_URL, cache_dir=cfg.cache_dir,
                                  contact=cfg.contact, policy=RetryPolicy(retries=cfg.retries),
                                  timeout_s=cfg.timeout_s, refresh=cfg.refresh,
@@ -134,8 +134,8 @@ def build_aliases(cfg: AliasConfig) -> Path:
     if cfg.via == "wikidata":
         fetched, provenance = wikidata_aliases(cfg, ids)
     elif cfg.via == "graph" and _dump_path(cfg, manifest):
-        from builders.sources.wikidata_dump.options import DumpOptions
-        from builders.sources.wikidata_dump.to_aliases import dump_aliases
+        from factprobe.builders.sources.wikidata_dump.options import DumpOptions
+        from factprobe.builders.sources.wikidata_dump.to_aliases import dump_aliases
         fetched, provenance = dump_aliases(
             _dump_path(cfg, manifest), ids, cfg.lang, progress=cfg.progress,
             options=DumpOptions(work_root=str(Path(cfg.cache_dir) / "wikidata-dump")

@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from builders.core.tables import FACTS_SCHEMA, OPTIONAL_FACT_FIELDS, RELATIONS_SCHEMA
+from factprobe.core.tables import FACTS_SCHEMA, OPTIONAL_FACT_FIELDS, RELATIONS_SCHEMA
 
 RAW_COLUMNS = ["relation_id", "subject_id", "object_id", "subject", "object"]
 ID_COLUMNS = ["relation_id", "subject_id", "object_id"]
@@ -93,11 +93,11 @@ def _take_lists(index: pd.Index, lists: pa.ListArray, ids: pd.Series) -> pa.Arra
 
 
 def _fact_ids(df: pd.DataFrame, chunk: int = 1_000_000) -> pa.Array:
-    """:func:`builders.core.tables.fact_id` of every row, a million rows at a time: the key
+    """:func:`factprobe.core.tables.fact_id` of every row, a million rows at a time: the key
     (relation, subject, object joined by \\x1f, UTF-8) is built by Arrow, only the hash runs
     per row.
 
-    >>> from builders.core.tables import fact_id
+    >>> from factprobe.core.tables import fact_id
     >>> row = pd.DataFrame({"relation_id": ["P36"], "subject_id": ["Q142"], "object_id": ["Q90"]})
     >>> _fact_ids(row).to_pylist() == [fact_id("P36", "Q142", "Q90")]
     True

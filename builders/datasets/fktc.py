@@ -8,7 +8,7 @@ the authors' code), the positive interference prompt "{y*}. Q0(x)" and the M neg
 "{y-}. Q0(x)": 7 + 1 + 5 = 13 in the paper.
 
 The templates table marks the base question with ``is_base``; question templates are stored as
-``<question> [Y].`` like every question template (:func:`~builders.templates.files.question_text`
+``<question> [Y].`` like every question template (:func:`~factprobe.builders.templates.files.question_text`
 gives the question back).
 """
 from __future__ import annotations
@@ -20,19 +20,19 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from builders.core.errors import UserError
-from builders.core.provenance import input_of, make_provenance
-from builders.core.inputs import InputDataset, as_input, templates_needs
-from builders.core.tables import base_manifest, file_sha256, read_table, write_dataset
-from builders.datasets.misprimes import MISPRIMES_INPUT, draw_negatives, negatives_array
-from builders.templates.files import (
+from factprobe.core.errors import UserError
+from factprobe.core.provenance import input_of, make_provenance
+from factprobe.builders.inputs import InputDataset, as_input, templates_needs
+from factprobe.core.tables import base_manifest, file_sha256, read_table, write_dataset
+from factprobe.builders.datasets.misprimes import MISPRIMES_INPUT, draw_negatives, negatives_array
+from factprobe.builders.templates.files import (
     Template,
     question_text,
     read_templates,
     template_files_source,
     templates_table,
 )
-from builders.templates.filters import diverse
+from factprobe.builders.templates.filters import diverse
 
 
 @dataclass(frozen=True)

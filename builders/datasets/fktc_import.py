@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from builders.core import jsonsafe
-from builders.core.errors import UserError
-from builders.core.tables import (
+from factprobe.core import jsonsafe
+from factprobe.core.errors import UserError
+from factprobe.core.tables import (
     FACTS_SCHEMA,
     RELATIONS_SCHEMA,
     base_manifest,
@@ -32,9 +32,9 @@ from builders.core.tables import (
     file_sha256,
     write_dataset,
 )
-from builders.core.textfiles import nul_error, read_text
-from builders.datasets.fktc import fktc_templates_table, prompt_count
-from builders.templates.files import Template
+from factprobe.core.textfiles import nul_error, read_text
+from factprobe.builders.datasets.fktc import fktc_templates_table, prompt_count
+from factprobe.builders.templates.files import Template
 
 _RELATION = re.compile(r"^(P\d+)")
 

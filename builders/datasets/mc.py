@@ -19,10 +19,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from builders.core.errors import UserError
-from builders.core.inputs import FACTS, InputDataset, Needs, as_input
-from builders.core.provenance import input_of, make_provenance
-from builders.core.tables import (
+from factprobe.core.errors import UserError
+from factprobe.builders.inputs import FACTS, InputDataset, Needs, as_input
+from factprobe.core.provenance import input_of, make_provenance
+from factprobe.core.tables import (
     RELATIONS_SCHEMA,
     base_manifest,
     file_sha256,

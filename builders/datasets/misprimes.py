@@ -16,11 +16,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from builders.core.errors import UserError
-from builders.core.inputs import FACTS, FACTS_OR_MISPRIMES, InputDataset, Needs, as_input
-from builders.core.provenance import input_of, make_provenance
-from builders.core.tables import base_manifest, file_sha256, read_table, write_dataset
-from builders.datasets.mc import _draw_excluding, _relation_rng
+from factprobe.core.errors import UserError
+from factprobe.builders.inputs import FACTS, FACTS_OR_MISPRIMES, InputDataset, Needs, as_input
+from factprobe.core.provenance import input_of, make_provenance
+from factprobe.core.tables import base_manifest, file_sha256, read_table, write_dataset
+from factprobe.builders.datasets.mc import _draw_excluding, _relation_rng
 
 
 @dataclass(frozen=True)

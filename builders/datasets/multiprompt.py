@@ -23,11 +23,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from builders.core.errors import UserError
-from builders.core.provenance import input_of, make_provenance
-from builders.core.inputs import FACTS, InputDataset, Needs, as_input, templates_needs
-from builders.core.tables import base_manifest, file_sha256, read_table, write_dataset
-from builders.templates.files import read_templates, template_files_source, templates_table
+from factprobe.core.errors import UserError
+from factprobe.core.provenance import input_of, make_provenance
+from factprobe.builders.inputs import FACTS, InputDataset, Needs, as_input, templates_needs
+from factprobe.core.tables import base_manifest, file_sha256, read_table, write_dataset
+from factprobe.builders.templates.files import read_templates, template_files_source, templates_table
 
 STAT_KEYS = ("templates", "unique_triples", "derived_triples", "subject_relation_pairs",
              "prompts")

@@ -14,8 +14,8 @@ from pathlib import Path
 import pyarrow as pa
 from tqdm import tqdm
 
-from builders.core.errors import UserError
-from builders.core.tables import (
+from factprobe.core.errors import UserError
+from factprobe.core.tables import (
     FACTS_SCHEMA,
     LAUREATES_SCHEMA,
     RELATIONS_SCHEMA,
@@ -24,9 +24,9 @@ from builders.core.tables import (
     text_sha256,
     write_dataset,
 )
-from builders.sources.graph import PREFIXES, checked_lang, paged_select
-from builders.sources.iris import compact, resolve
-from builders.sources.sparql import Endpoint
+from factprobe.builders.sources.graph import PREFIXES, checked_lang, paged_select
+from factprobe.builders.sources.iris import compact, resolve
+from factprobe.builders.sources.sparql import Endpoint
 
 
 @dataclass(frozen=True)

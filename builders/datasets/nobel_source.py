@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from builders.core.errors import UserError
-from builders.core.transport import DEFAULT_MAX_ANSWER_MB
-from builders.datasets.nobel import NobelConfig
-from builders.sources.wikidata_dump.options import DumpOptions
+from factprobe.core.errors import UserError
+from factprobe.core.transport import DEFAULT_MAX_ANSWER_MB
+from factprobe.builders.datasets.nobel import NobelConfig
+from factprobe.builders.sources.wikidata_dump.options import DumpOptions
 
 NOBEL_SOURCES = ("wikidata", "sparql", "rdf", "wikidata-dump")
 
@@ -42,11 +42,11 @@ def choose_source(source: str | None, path: str | None, endpoint: str | None) ->
     >>> choose_source("rdf", "data/kg/sample.ttl", "http://127.0.0.1:7878/query")
     Traceback (most recent call last):
     ...
-    builders.core.errors.UserError: --source rdf reads --path; drop --endpoint
+    factprobe.core.errors.UserError: --source rdf reads --path; drop --endpoint
     """
     chosen = source or ("sparql" if endpoint else "rdf" if path else "wikidata")
     if not source and path:
-        from builders.sources.wikidata_dump.stream import is_dump_path
+        from factprobe.builders.sources.wikidata_dump.stream import is_dump_path
         chosen = "wikidata-dump" if is_dump_path(path) else chosen
     reads_path = chosen in ("rdf", "wikidata-dump")
     if reads_path and endpoint or not reads_path and path:
@@ -57,14 +57,14 @@ def choose_source(source: str | None, path: str | None, endpoint: str | None) ->
 
 def build_nobel_from(src: NobelSource, cfg: NobelConfig) -> Path:
     """Build the Nobel dataset from ``src`` into ``cfg.out``."""
-    from builders.core.retry import RetryPolicy
-    from builders.core.transport import MB
-    from builders.datasets.nobel import build_nobel
-    from builders.sources.iris import WELL_KNOWN
-    from builders.sources.sparql import WIKIDATA_ENDPOINT, HttpEndpoint, LocalGraph
+    from factprobe.core.retry import RetryPolicy
+    from factprobe.core.transport import MB
+    from factprobe.builders.datasets.nobel import build_nobel
+    from factprobe.builders.sources.iris import WELL_KNOWN
+    from factprobe.builders.sources.sparql import WIKIDATA_ENDPOINT, HttpEndpoint, LocalGraph
     source = choose_source(src.source, src.path, src.endpoint)
     if source == "wikidata-dump":
-        from builders.sources.wikidata_dump.to_nobel import nobel_from_dump
+        from factprobe.builders.sources.wikidata_dump.to_nobel import nobel_from_dump
         if not src.path:
             raise UserError("--source wikidata-dump needs --path latest-all.json.bz2")
         return nobel_from_dump(src.path, cfg, src.dump, skip_bad=src.skip_bad)

@@ -9,20 +9,20 @@ construction or method it serves, no others.
 
 Everything here is a pure function of the manifest, the exported tables' layout, the options and
 the version information passed in: the same dataset gives the same card, byte for byte. The
-prose of the sections is :mod:`~builders.publish.card_text`; the long tables
-:mod:`~builders.publish.card_sections`.
+prose of the sections is :mod:`~factprobe.builders.publish.card_text`; the long tables
+:mod:`~factprobe.builders.publish.card_sections`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from builders.core import provenance as prov
-from builders.core.markdown import code, escape
-from builders.core.tables import factprobe_version
-from builders.publish import card_text
-from builders.publish.card_sections import built_section, fields_section, splits_section
-from builders.publish.citations import PAPERS, toolkit_bibtex
+from factprobe.core import provenance as prov
+from factprobe.core.markdown import code, escape
+from factprobe.core.tables import factprobe_version
+from factprobe.builders.publish import card_text
+from factprobe.builders.publish.card_sections import built_section, fields_section, splits_section
+from factprobe.builders.publish.citations import PAPERS, toolkit_bibtex
 
 
 @dataclass(frozen=True)

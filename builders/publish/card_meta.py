@@ -19,8 +19,8 @@ from pathlib import Path
 
 import yaml
 
-from builders.core import jsonsafe
-from builders.core.errors import UserError
+from factprobe.core import jsonsafe
+from factprobe.core.errors import UserError
 
 KEYS = ("pretty_name", "description", "authors", "license")
 LICENSE_ID = re.compile(r"[a-z0-9][a-z0-9.+-]*")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from builders.core.markdown import code, escape
+from factprobe.core.markdown import code, escape
 
 # Meanings of the fixed columns (docs/schema.md); a column not listed is shown with its type only.
 COLUMNS = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from builders.core.markdown import code
+from factprobe.core.markdown import code
 
 _TEMPLATES_NOTE = ("Templates are hand-written (`origin` `manual`) or machine paraphrases "
                    "(`origin` `llm:<model>`) kept by automatic filters and, where a review file "

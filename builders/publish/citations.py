@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from builders.core.tables import factprobe_version
+from factprobe.core.tables import factprobe_version
 
 ZP_LKE = """@inproceedings{wu2025zplke,
   title         = {Towards Reliable Latent Knowledge Estimation in {LLMs}: Zero-Prompt Many-Shot Based Factual Knowledge Extraction},

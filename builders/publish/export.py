@@ -27,10 +27,10 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import yaml
 
-from builders.core import jsonsafe
-from builders.core.errors import UserError
-from builders.core.outdir import atomic_folder, stamp
-from builders.core.tables import (
+from factprobe.core import jsonsafe
+from factprobe.core.errors import UserError
+from factprobe.core.outdir import atomic_folder, stamp
+from factprobe.core.tables import (
     dumps_json,
     factprobe_version,
     file_sha256,
@@ -39,7 +39,7 @@ from builders.core.tables import (
     read_table,
     write_parquet,
 )
-from builders.publish.card import CardOptions, RepoVersion, render_card
+from factprobe.builders.publish.card import CardOptions, RepoVersion, render_card
 
 LAYOUT_FILE = "factprobe_layout.json"
 LAYOUT_FORMAT = 1
@@ -108,7 +108,7 @@ def table_names(folder: Path) -> list[str]:
 
 
 def _main_name(folder: Path, names: list[str]) -> str:
-    """The default config (as :func:`builders.publish.card.main_table` chooses it)."""
+    """The default config (as :func:`factprobe.builders.publish.card.main_table` chooses it)."""
     if "facts" in names:
         return "facts"
     rows = {}
@@ -210,7 +210,7 @@ def export_hub_folder(dataset: str | os.PathLike, out: str | os.PathLike,
         card = render_card(manifest, layout, options, version, _relation_labels(dataset),
                            example)
         (tmp / "README.md").write_text(card, encoding="utf-8")
-        # The layout is the folder's ownership marker too (builders.core.outdir): it is uploaded
+        # The layout is the folder's ownership marker too (factprobe.core.outdir): it is uploaded
         # with the rest, and lists exactly what was.
         (tmp / LAYOUT_FILE).write_text(dumps_json(stamp(layout, tmp, "publish")),
                                        encoding="utf-8")

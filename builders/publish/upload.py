@@ -1,8 +1,8 @@
 """Publishing a built dataset on the Hugging Face Hub: export it in the Hub layout
-(:mod:`builders.publish.export`) and upload it with ``HfApi``.
+(:mod:`factprobe.builders.publish.export`) and upload it with ``HfApi``.
 
 The token comes from ``HF_TOKEN`` only and never reaches a message, a file or a log
-(:func:`builders.core.hub.hub_errors` scrubs every error of it).
+(:func:`factprobe.core.hub.hub_errors` scrubs every error of it).
 """
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from builders.core.errors import UserError
-from builders.core.hub import check_repo_id, hub_errors
-from builders.core.open import open_dataset
-from builders.core.tables import factprobe_version, read_manifest
-from builders.publish.card import CardOptions
-from builders.publish.card_meta import CardMeta, load_card_meta
-from builders.publish.export import export_hub_folder
+from factprobe.core.errors import UserError
+from factprobe.core.hub import check_repo_id, hub_errors
+from factprobe.builders.open import open_dataset
+from factprobe.core.tables import factprobe_version, read_manifest
+from factprobe.builders.publish.card import CardOptions
+from factprobe.builders.publish.card_meta import CardMeta, load_card_meta
+from factprobe.builders.publish.export import export_hub_folder
 
 TOKEN_HELP = ("create a token with write access at https://huggingface.co/settings/tokens and "
               "export HF_TOKEN=...")

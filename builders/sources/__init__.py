@@ -1,2 +1,2 @@
 """Facts sources and their clients. The sources ``build facts`` offers are the table in
-:mod:`builders.sources.table`."""
+:mod:`factprobe.builders.sources.table`."""

@@ -7,7 +7,7 @@ from typing import Iterable
 import pandas as pd
 import pyarrow as pa
 
-from builders.core.errors import UserError
+from factprobe.core.errors import UserError
 
 SKIP_BAD_HINT = "fix the line or pass --skip-bad to skip and count bad lines"
 MAX_LISTED_RELATIONS = 30

@@ -12,11 +12,11 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from builders.core.errors import UserError
-from builders.core.tables import file_sha256
-from builders.core.textfiles import utf8_lines
-from builders.datasets.facts import SourceResult
-from builders.sources.common import (
+from factprobe.core.errors import UserError
+from factprobe.core.tables import file_sha256
+from factprobe.core.textfiles import utf8_lines
+from factprobe.builders.datasets.facts import SourceResult
+from factprobe.builders.sources.common import (
     TextColumns,
     bad_line,
     check_relations,

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 from tqdm import tqdm
 
-from builders.core.errors import UserError
-from builders.core.tables import text_sha256
-from builders.datasets.facts import SourceResult
-from builders.sources.iris import (
+from factprobe.core.errors import UserError
+from factprobe.core.tables import text_sha256
+from factprobe.builders.datasets.facts import SourceResult
+from factprobe.builders.sources.iris import (
     RDFS,
     SCHEMA,
     SKOS,
@@ -27,7 +27,7 @@ from builders.sources.iris import (
     is_wikidata_id,
     resolve,
 )
-from builders.sources.sparql import Endpoint
+from factprobe.builders.sources.sparql import Endpoint
 
 PREFIXES = (f"PREFIX rdfs: <{RDFS}>\nPREFIX skos: <{SKOS}>\nPREFIX schema: <{SCHEMA}>\n")
 _PREF, _LABEL, _ALT = SKOS + "prefLabel", RDFS + "label", SKOS + "altLabel"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from builders.core.errors import UserError
+from factprobe.core.errors import UserError
 
 WD = "http://www.wikidata.org/entity/"
 WDT = "http://www.wikidata.org/prop/direct/"
@@ -39,7 +39,7 @@ def checked_iri(iri: str) -> str:
     >>> checked_iri("http://x.org/a> } DROP ALL { <b")
     Traceback (most recent call last):
     ...
-    builders.core.errors.UserError: 'http://x.org/a> } DROP ALL { <b' is not a usable IRI (it has a space, quote or bracket)
+    factprobe.core.errors.UserError: 'http://x.org/a> } DROP ALL { <b' is not a usable IRI (it has a space, quote or bracket)
     """
     if _BAD_IRI_CHARS.search(iri) or not re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", iri):
         raise UserError(f"{iri!r} is not a usable IRI (it has a space, quote or bracket)"

@@ -24,7 +24,7 @@ import re
 from pathlib import Path
 from xml.parsers import expat
 
-from builders.core.errors import UserError
+from factprobe.core.errors import UserError
 
 MB = 1 << 20
 MAX_DEPTH = 1000            # RDF/XML written by tools nests a few levels per resource

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from builders.core import jsonsafe
-from builders.core.cache import ResponseCache, request_key
-from builders.core.errors import UserError
-from builders.core.redact import redact_url
-from builders.core.retry import Retryable, RetryPolicy, parse_retry_after
-from builders.core.tables import factprobe_version, file_sha256
-from builders.core.transport import (
+from factprobe.core import jsonsafe
+from factprobe.core.cache import ResponseCache, request_key
+from factprobe.core.errors import UserError
+from factprobe.core.redact import redact_url
+from factprobe.core.retry import Retryable, RetryPolicy, parse_retry_after
+from factprobe.core.tables import factprobe_version, file_sha256
+from factprobe.core.transport import (
     CHUNK,
     DEFAULT_MAX_ANSWER_MB,
     MB,
@@ -33,8 +33,8 @@ from builders.core.transport import (
     read_capped,
     too_large_message,
 )
-from builders.core.urls import header_text, http_url
-from builders.sources.rdf_guard import MAX_LITERAL, check_rdf_xml
+from factprobe.core.urls import header_text, http_url
+from factprobe.builders.sources.rdf_guard import MAX_LITERAL, check_rdf_xml
 
 WIKIDATA_ENDPOINT = "https://query.wikidata.org/sparql"
 PROJECT_URL = "https://github.com/factprobe/factprobe"

@@ -1,7 +1,7 @@
 """The facts sources of ``factprobe build facts --source NAME``: one explicit table.
 
 Each entry names the reader (a function of the build's :class:`FactsConfig` that returns a
-:class:`~builders.datasets.facts.SourceResult`, or a context manager yielding one when the
+:class:`~factprobe.builders.datasets.facts.SourceResult`, or a context manager yielding one when the
 source holds temporary files while it is read) and the flag the source reads its input from.
 The CLI's ``--source`` choices, the flag checks and the dispatch all come from this table, so a
 new source is its module plus one entry here (see docs/extending.md, "Adding a source").
@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Literal
 
-from builders.core.errors import UserError
+from factprobe.core.errors import UserError
 
 if TYPE_CHECKING:  # the builder imports this table; the type is for readers only
-    from builders.datasets.build_facts import FactsConfig
-    from builders.datasets.facts import SourceResult
+    from factprobe.builders.sources.config import FactsConfig
+    from factprobe.builders.datasets.facts import SourceResult
 
 
 @dataclass(frozen=True)
@@ -39,11 +39,11 @@ class Source:
 
 def _graph(cfg: FactsConfig) -> SourceResult:
     """wikidata, sparql and rdf: SPARQL queries over an HTTP endpoint or a local RDF file."""
-    from builders.core.retry import RetryPolicy
-    from builders.core.transport import MB
-    from builders.sources.graph import PREDICATES_QUERY, GraphQueryConfig, GraphReader
-    from builders.sources.iris import WELL_KNOWN, compact
-    from builders.sources.sparql import WIKIDATA_ENDPOINT, HttpEndpoint, LocalGraph
+    from factprobe.core.retry import RetryPolicy
+    from factprobe.core.transport import MB
+    from factprobe.builders.sources.graph import PREDICATES_QUERY, GraphQueryConfig, GraphReader
+    from factprobe.builders.sources.iris import WELL_KNOWN, compact
+    from factprobe.builders.sources.sparql import WIKIDATA_ENDPOINT, HttpEndpoint, LocalGraph
     if cfg.source == "rdf":
         endpoint = LocalGraph(cfg.path)
         prefixes = {**WELL_KNOWN, **endpoint.prefixes, **cfg.prefixes}
@@ -72,19 +72,19 @@ def _graph(cfg: FactsConfig) -> SourceResult:
 
 
 def _trex(cfg: FactsConfig) -> SourceResult:
-    from builders.sources.trex import read_trex
+    from factprobe.builders.sources.trex import read_trex
     return read_trex(cfg.path, list(cfg.relations) if cfg.relations else None,
                      limit=cfg.limit, skip_bad=cfg.skip_bad, progress=cfg.progress)
 
 
 def _csv(cfg: FactsConfig) -> SourceResult:
-    from builders.sources.csv_triples import read_csv
+    from factprobe.builders.sources.csv_triples import read_csv
     return read_csv(cfg.path, list(cfg.relations) if cfg.relations else None,
                     limit=cfg.limit, skip_bad=cfg.skip_bad, progress=cfg.progress)
 
 
 def _wikidata_dump(cfg: FactsConfig) -> contextlib.AbstractContextManager:
-    from builders.sources.wikidata_dump.to_facts import facts_from_dump
+    from factprobe.builders.sources.wikidata_dump.to_facts import facts_from_dump
     return facts_from_dump(cfg.path, cfg.relations, lang=cfg.lang, limit=cfg.limit,
                            date_format=cfg.date_format, skip_bad=cfg.skip_bad,
                            options=cfg.dump, progress=cfg.progress)
@@ -118,7 +118,7 @@ def source_for(name: str, path: str | None, endpoint: str | None,
     >>> source_for("rdf", None, "http://127.0.0.1:9/q")
     Traceback (most recent call last):
     ...
-    builders.core.errors.UserError: --endpoint is for the sparql and wikidata sources; --source rdf reads --path
+    factprobe.core.errors.UserError: --endpoint is for the sparql and wikidata sources; --source rdf reads --path
     """
     if name not in sources:
         raise UserError(f"unknown --source {name!r}; choose one of {', '.join(sources)}")

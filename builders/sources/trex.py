@@ -11,7 +11,7 @@ Two layouts are accepted by :func:`read_trex`:
   :data:`HF_COLUMNS`). All splits are concatenated in the order train, validation, test, others.
 
 Either way the reader only collects raw rows; labels, answers, de-duplication and the counting of
-rows without labels happen in :func:`builders.datasets.facts.assemble_facts`.
+rows without labels happen in :func:`factprobe.builders.datasets.facts.assemble_facts`.
 """
 from __future__ import annotations
 
@@ -22,10 +22,10 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from builders.core import jsonsafe
-from builders.core.errors import UserError
-from builders.datasets.facts import SourceResult
-from builders.sources.common import (
+from factprobe.core import jsonsafe
+from factprobe.core.errors import UserError
+from factprobe.builders.datasets.facts import SourceResult
+from factprobe.builders.sources.common import (
     TextColumns,
     bad_line,
     check_relations,
@@ -70,7 +70,7 @@ def read_trex(path: str, relations: list[str] | None, *, limit: int | None = Non
     files = lama_files(path)
     if files is not None:
         return _read_lama(path, files, wanted, limit, skip_bad, progress)
-    from builders.sources.trex_hf import read_hf  # imports datasets, which LAMA files do not need
+    from factprobe.builders.sources.trex_hf import read_hf  # imports datasets, which LAMA files do not need
     return read_hf(path, wanted, limit, skip_bad, progress)
 
 

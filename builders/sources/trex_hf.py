@@ -9,10 +9,10 @@ from typing import Iterator
 import pandas as pd
 from tqdm.auto import tqdm
 
-from builders.core.errors import UserError
-from builders.core.tables import file_sha256
-from builders.datasets.facts import SourceResult
-from builders.sources.common import check_relations, natural_key, text_frame
+from factprobe.core.errors import UserError
+from factprobe.core.tables import file_sha256
+from factprobe.builders.datasets.facts import SourceResult
+from factprobe.builders.sources.common import check_relations, natural_key, text_frame
 
 # Column synonyms of a Hugging Face T-REx layout, first match wins (exact name, then any case).
 HF_COLUMNS = {

@@ -14,12 +14,12 @@ from typing import Any
 import requests
 from tqdm import tqdm
 
-from builders.core import jsonsafe
-from builders.core.cache import ResponseCache, request_key
-from builders.core.errors import UserError
-from builders.core.redact import redact_url
-from builders.core.retry import Retryable, RetryPolicy, parse_retry_after
-from builders.core.transport import (
+from factprobe.core import jsonsafe
+from factprobe.core.cache import ResponseCache, request_key
+from factprobe.core.errors import UserError
+from factprobe.core.redact import redact_url
+from factprobe.core.retry import Retryable, RetryPolicy, parse_retry_after
+from factprobe.core.transport import (
     CHUNK,
     DEFAULT_MAX_ANSWER_MB,
     MB,
@@ -30,8 +30,8 @@ from builders.core.transport import (
     read_capped,
     too_large_message,
 )
-from builders.core.urls import http_url
-from builders.sources.sparql import user_agent
+from factprobe.core.urls import http_url
+from factprobe.builders.sources.sparql import user_agent
 
 API_URL = "https://www.wikidata.org/w/api.php"
 BATCH_SIZE = 50          # the most ids the API accepts per request from a non-bot client

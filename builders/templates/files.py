@@ -28,9 +28,9 @@ from pathlib import Path
 import pyarrow as pa
 import yaml
 
-from builders.core import jsonsafe
-from builders.core.errors import UserError
-from builders.core.textfiles import read_text
+from factprobe.core import jsonsafe
+from factprobe.core.errors import UserError
+from factprobe.core.textfiles import read_text
 
 STYLES = ("statement", "question", "check")
 TOP_KEYS = {"relation", "label", "description", "subject_category", "object_category",
@@ -286,7 +286,7 @@ def read_templates(dataset: str | os.PathLike | None, templates_dir: str | os.Pa
     """Templates from a built templates dataset (``--templates``) or the hand-written YAML
     files (``--templates-dir``), for ``relations`` where given (others are simply absent)."""
     if dataset:
-        from builders.core.tables import read_table
+        from factprobe.core.tables import read_table
         table = read_table(dataset, "templates", TEMPLATES_SCHEMA.names,
                            reference=TEMPLATES_SCHEMA)
         rows = [Template(**{k: r[k] or "" for k in TEMPLATES_SCHEMA.names})
@@ -303,7 +303,7 @@ def template_files_source(templates_dir: str | os.PathLike | None,
                           relations: list[str]) -> dict:
     """The provenance ``source`` of templates read from YAML files (``--templates-dir``): the
     folder as given and the sha256 of the file of each relation used."""
-    from builders.core.tables import file_sha256
+    from factprobe.core.tables import file_sha256
     folder = templates_dir or "data/templates"
     files = load_template_dir(folder)
     return {"type": "template-files", "templates_dir": str(folder),

@@ -2,7 +2,7 @@
 
 In order: the item is text; placeholders (``[X]`` and ``[Y]`` exactly once; ``[Y]`` last with
 ``y_last``); question templates end in "?"; length in words; not a duplicate (after
-:func:`~builders.templates.files.normalise`) of a template already kept for the relation; and
+:func:`~factprobe.builders.templates.files.normalise`) of a template already kept for the relation; and
 sentence BLEU below the threshold (0.7, MONITOR's rule) against every template already kept for
 the relation, hand-written ones included. Kept greedily in a fixed order, so the result is
 deterministic.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from builders.templates.files import normalise, placeholder_problem, question_problem, y_is_last
+from factprobe.builders.templates.files import normalise, placeholder_problem, question_problem, y_is_last
 
 REASONS = ("not_text", "placeholders", "y_not_last", "not_a_question", "too_short", "too_long",
            "duplicate", "bleu")

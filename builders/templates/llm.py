@@ -19,11 +19,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from builders.core import jsonsafe, redact
-from builders.core.cache import ResponseCache, request_key
-from builders.core.errors import UserError
-from builders.core.retry import Retryable, RetryPolicy, parse_retry_after
-from builders.core.transport import (
+from factprobe.core import jsonsafe, redact
+from factprobe.core.cache import ResponseCache, request_key
+from factprobe.core.errors import UserError
+from factprobe.core.retry import Retryable, RetryPolicy, parse_retry_after
+from factprobe.core.transport import (
     DEFAULT_MAX_ANSWER_MB,
     MB,
     ACCEPT_ENCODING,
@@ -33,7 +33,7 @@ from builders.core.transport import (
     cause,
     too_large_message,
 )
-from builders.core.urls import http_url
+from factprobe.core.urls import http_url
 
 CACHE_NAMESPACE = "chat"
 KEY_VERSION = "chat/v1"
@@ -78,7 +78,7 @@ def scrub(text: str, secret: str | None = None) -> str:
 
 def answer_problem(payload: Any) -> str | None:
     """Why a cached or fresh ``payload`` is not an answer (``{"text": str}`` whose brackets
-    nest at most :data:`~builders.core.jsonsafe.MAX_DEPTH` deep), or None.
+    nest at most :data:`~factprobe.core.jsonsafe.MAX_DEPTH` deep), or None.
 
     >>> answer_problem({"text": "[]"}), answer_problem({"text": None})
     (None, 'has no text')

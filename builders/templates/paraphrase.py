@@ -18,17 +18,17 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from builders.core.errors import UserError
-from builders.core.inputs import InputDataset, Needs, as_input
-from builders.core.provenance import input_of, make_provenance
-from builders.core.tables import (
+from factprobe.core.errors import UserError
+from factprobe.builders.inputs import InputDataset, Needs, as_input
+from factprobe.core.provenance import input_of, make_provenance
+from factprobe.core.tables import (
     RELATIONS_SCHEMA,
     base_manifest,
     file_sha256,
     read_table,
     write_dataset,
 )
-from builders.templates.files import (
+from factprobe.builders.templates.files import (
     RelationTemplates,
     Template,
     file_name,
@@ -36,9 +36,9 @@ from builders.templates.files import (
     question_text,
     templates_table,
 )
-from builders.templates.filters import REASONS, FilterConfig, RelationGate
-from builders.templates.llm import ChatClient, LLMConfig, parse_string_list
-from builders.templates.review import apply_review, check_review_out, read_review, write_review
+from factprobe.builders.templates.filters import REASONS, FilterConfig, RelationGate
+from factprobe.builders.templates.llm import ChatClient, LLMConfig, parse_string_list
+from factprobe.builders.templates.review import apply_review, check_review_out, read_review, write_review
 
 SYSTEM = (
     "You paraphrase sentence templates for a dataset that tests what language models know "

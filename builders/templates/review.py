@@ -8,10 +8,10 @@ import os
 import tempfile
 from pathlib import Path
 
-from builders.core.csvsafe import read_cell, safe_cell
-from builders.core.errors import UserError
-from builders.core.textfiles import read_text
-from builders.templates.files import Template
+from factprobe.core.csvsafe import read_cell, safe_cell
+from factprobe.core.errors import UserError
+from factprobe.core.textfiles import read_text
+from factprobe.builders.templates.files import Template
 
 COLUMNS = ["decision", "template_id", "relation_id", "style", "origin", "template"]
 DECISIONS = ("keep", "drop")
@@ -51,7 +51,7 @@ def write_review(path: str | os.PathLike, templates: list[Template],
     writer.writerow(COLUMNS)
     for t in sorted(templates, key=lambda t: (t.relation_id, t.template_id)):
         # an LLM's paraphrase or a relation id may start with = or @: written as text
-        # (builders.core.csvsafe), and read back as it was by read_review
+        # (factprobe.core.csvsafe), and read back as it was by read_review
         writer.writerow([safe_cell(v) for v in (
             decisions.get(t.template_id, "keep"), t.template_id, t.relation_id, t.style,
             t.origin, t.template)])

@@ -1,7 +1,7 @@
 """Metrics: small pure functions over outputs tables (see each function's doctest and
 docs/metrics/). Each method's full set, as written to ``metrics.json``, is in
 :mod:`.suites` (one module per method); what they share is in :mod:`.suite`."""
-from evaluators.metrics.belief import (
+from factprobe.evaluators.metrics.belief import (
                                        acc1_fluctuation,
                                        bias_level,
                                        consistency,
@@ -10,17 +10,17 @@ from evaluators.metrics.belief import (
                                        overconfidence,
                                        sharing_rate,
 )
-from evaluators.metrics.belief_icl import one_word_rate, sample_confidence
-from evaluators.metrics.monitor import fact_distances, frame_accuracy, monitor_score
-from evaluators.metrics.stats import auroc, bootstrap, paired_test
-from evaluators.metrics.suite import MetricsOptions
-from evaluators.metrics.suites.belief import belief_metrics
-from evaluators.metrics.suites.belief_icl import belief_icl_metrics
-from evaluators.metrics.suites.monitor import monitor_metrics
-from evaluators.metrics.suites.prompt import prompt_metrics
-from evaluators.metrics.suites.zp_lke import zp_lke_metrics
-from evaluators.metrics.validity import validity
-from evaluators.metrics.zp_lke import (
+from factprobe.evaluators.metrics.belief_icl import one_word_rate, sample_confidence
+from factprobe.evaluators.metrics.monitor import fact_distances, frame_accuracy, monitor_score
+from factprobe.evaluators.metrics.stats import auroc, bootstrap, paired_test
+from factprobe.evaluators.metrics.suite import MetricsOptions
+from factprobe.evaluators.metrics.suites.belief import belief_metrics
+from factprobe.evaluators.metrics.suites.belief_icl import belief_icl_metrics
+from factprobe.evaluators.metrics.suites.monitor import monitor_metrics
+from factprobe.evaluators.metrics.suites.prompt import prompt_metrics
+from factprobe.evaluators.metrics.suites.zp_lke import zp_lke_metrics
+from factprobe.evaluators.metrics.validity import validity
+from factprobe.evaluators.metrics.zp_lke import (
                                        accuracy_at_k,
                                        mc_accuracy,
                                        mc_predictions,

@@ -15,9 +15,9 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from evaluators.metrics.coverage import coverage, covered_units, sharing_rate
-from evaluators.metrics.stats import rnd, summarise
-from evaluators.metrics.text import normalise
+from factprobe.evaluators.metrics.coverage import coverage, covered_units, sharing_rate
+from factprobe.evaluators.metrics.stats import rnd, summarise
+from factprobe.evaluators.metrics.text import normalise
 
 
 # How a top-1 token is compared with the gold: "exact" (the paper, Sec. 2.1: the predicted
@@ -104,7 +104,7 @@ def belief_rows(outputs: pd.DataFrame, *, match: str = "exact") -> pd.DataFrame:
     [1.0, 1.0]
     """
     if match not in MATCHES:
-        from builders.core.errors import UserError
+        from factprobe.core.errors import UserError
         raise UserError(f"match {match!r}: choose {' or '.join(MATCHES)}")
     rows = outputs[outputs["stage"] == "prompts"]
     cands = [np.asarray(c, dtype=float) for c in rows["candidate_probs"]]

@@ -10,8 +10,8 @@ import string
 import numpy as np
 import pandas as pd
 
-from evaluators.metrics import lemmas
-from evaluators.metrics.stats import summarise
+from factprobe.evaluators.metrics import lemmas
+from factprobe.evaluators.metrics.stats import summarise
 
 
 def icl_correct(output: str, gold_names, mode: str = "contiguous") -> bool:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from builders.core.errors import UserError
-from evaluators.metrics.stats import BLOCK, _interval, rnd, stratum_seed, summarise
+from factprobe.core.errors import UserError
+from factprobe.evaluators.metrics.stats import BLOCK, _interval, rnd, stratum_seed, summarise
 
 # How a pair's prompts of one template (one per subject name) make a(t, tau) for Maximum:
 # the paper's footnote 16 takes the best subject expression; "mean" averages the names.

@@ -21,7 +21,7 @@ def _nlp():
             nlp.add_pipe("lemmatizer", config={"mode": "lookup"})
             nlp.initialize()
         except (ImportError, ValueError, OSError) as exc:  # pragma: no cover - install issue
-            from builders.core.errors import UserError
+            from factprobe.core.errors import UserError
             raise UserError(f"BELIEF-ICL matching needs spaCy and spacy-lookups-data "
                             f"(pip install 'factprobe[models]'): {exc}") from None
         _NLP = nlp

@@ -25,7 +25,7 @@ import zlib
 import numpy as np
 import pandas as pd
 
-from evaluators.metrics.validity import planted_split
+from factprobe.evaluators.metrics.validity import planted_split
 
 
 def _key(v) -> str:

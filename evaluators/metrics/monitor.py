@@ -17,9 +17,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from builders.core.errors import UserError
-from evaluators.metrics.stats import estimate, rnd, summarise
-from evaluators.metrics.text import normalise
+from factprobe.core.errors import UserError
+from factprobe.evaluators.metrics.stats import estimate, rnd, summarise
+from factprobe.evaluators.metrics.text import normalise
 
 ALPHAS = (1 / 3, 1 / 3, 1 / 3)
 DISTANCES = ("monitor", "pfd", "ird", "anchor_probability")
@@ -80,7 +80,7 @@ def anchor_matched(text: str, gold: str, n_tokens: int = 1) -> bool:
     >>> anchor_matched(" Paris.", "Paris"), anchor_matched(" Paris is", "Paris")
     (True, False)
     """
-    from probes.methods.monitor import trimmed
+    from factprobe.probes.methods.monitor import trimmed
     return n_tokens > 0 and trimmed(str(text or "")) == gold
 
 

@@ -1,5 +1,5 @@
 """What a run left out, and why, one line each: what ``factprobe eval`` prints below its
-results table (:mod:`evaluators.cli.results_table`) and ``factprobe report`` lists under
+results table (:mod:`factprobe.cli.results_table`) and ``factprobe report`` lists under
 Notes. Read from ``metrics.json``'s ``notes`` (BELIEF's multi-token pairs, MONITOR's unmatched
 anchors) and ``run.json``'s ``plan`` (relations with nothing to ask, ``--too-long``)."""
 from __future__ import annotations

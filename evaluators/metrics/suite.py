@@ -13,14 +13,14 @@ from typing import Callable, Mapping
 
 import pandas as pd
 
-from builders.core.errors import UserError
-from evaluators.metrics.stats import rnd
-from evaluators.metrics.link_shuffle import shuffled
-from evaluators.metrics.validity import subject_only_block
-from probes.subject_only import subject_scores
-from evaluators.metrics.validity import null_of, planted_model
-from evaluators.metrics.zp_lke import DEFAULT_K
-from probes.subject_blind import split_passes
+from factprobe.core.errors import UserError
+from factprobe.evaluators.metrics.stats import rnd
+from factprobe.evaluators.metrics.link_shuffle import shuffled
+from factprobe.evaluators.metrics.validity import subject_only_block
+from factprobe.probes.subject_only import subject_scores
+from factprobe.evaluators.metrics.validity import null_of, planted_model
+from factprobe.evaluators.metrics.zp_lke import DEFAULT_K
+from factprobe.probes.subject_blind import split_passes
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ class MethodMetrics:
     contexts: bool = False
     # tables/<folder>/<dataset>-<model>.csv of the report: (folder, (outputs, options) -> frame)
     fact_tables: tuple[tuple[str, Callable], ...] = ()
-    # figures of evaluators.report.plots the method's runs take part in
+    # figures of factprobe.evaluators.report.plots the method's runs take part in
     plots: frozenset[str] = frozenset()
     # why the link-shuffle null (evaluators/metrics/link_shuffle.py) cannot be computed from
     # this method's rows; empty when it can

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from evaluators.metrics.stats import auroc, auroc_interval, bootstrap, rnd
+from factprobe.evaluators.metrics.stats import auroc, auroc_interval, bootstrap, rnd
 
 
 def planted_split(frame: pd.DataFrame, planted: dict | None) -> pd.DataFrame:
@@ -80,7 +80,7 @@ def _difference(split: pd.DataFrame, column: str, resamples: int, seed: int):
     intervals (the stratified recipe of :mod:`.stats`, strata ``held_out`` and ``planted``)."""
     if not resamples:
         return float("nan"), float("nan")
-    from evaluators.metrics.stats import _interval, _resampled_sums, stratum_seed
+    from factprobe.evaluators.metrics.stats import _interval, _resampled_sums, stratum_seed
     means = {}
     for k in ("held_out", "planted"):
         v = split.loc[split["planted"] == k, column].to_numpy(dtype=float)

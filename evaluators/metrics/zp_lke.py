@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from builders.core.errors import UserError
-from evaluators.metrics.stats import rnd, summarise
-from evaluators.metrics.text import contains_answer
+from factprobe.core.errors import UserError
+from factprobe.evaluators.metrics.stats import rnd, summarise
+from factprobe.evaluators.metrics.text import contains_answer
 
 QUESTION_KEYS = ["relation_id", "fact_id", "seed", "n_examples", "template_id"]
 

@@ -35,14 +35,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from builders.core.csvsafe import safe_frame
-from builders.core.markdown import escape, slug
-from builders.core.outdir import atomic_folder, stamp
-from builders.core.tables import dumps_json
-from evaluators.metrics.skipped import skipped_lines
-from evaluators.metrics.suite import MetricsOptions
-from evaluators.report.headline import headline
-from evaluators.report.markdown import (
+from factprobe.core.csvsafe import safe_frame
+from factprobe.core.markdown import escape, slug
+from factprobe.core.outdir import atomic_folder, stamp
+from factprobe.core.tables import dumps_json
+from factprobe.evaluators.metrics.skipped import skipped_lines
+from factprobe.evaluators.metrics.suite import MetricsOptions
+from factprobe.evaluators.report.headline import headline
+from factprobe.evaluators.report.markdown import (
     comparisons_markdown,
     leaderboard_markdown,
     matrix_markdown,
@@ -50,14 +50,14 @@ from evaluators.report.markdown import (
     render,
     validity_markdown,
 )
-from evaluators.report.runs import (
+from factprobe.evaluators.report.runs import (
     check_datasets,
     disambiguate,
     find_runs,
     load_run,
     parse_metrics,
 )
-from evaluators.report.tables import (
+from factprobe.evaluators.report.tables import (
     comparison_groups,
     comparisons,
     coverage_notes,
@@ -66,7 +66,7 @@ from evaluators.report.tables import (
     summary_metrics,
     validity_table,
 )
-from probes.subject_blind import split_passes
+from factprobe.probes.subject_blind import split_passes
 
 PLOT_DIRS = ("figures", "plots/calibration", "plots/accuracy_vs_examples", "plots/accuracy_at_k")
 
@@ -90,7 +90,7 @@ class ReportConfig:
 def _csv(frame: pd.DataFrame, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     # ids, labels and model names come from data: a cell starting with = is a formula to a
-    # spreadsheet (builders.core.csvsafe)
+    # spreadsheet (factprobe.core.csvsafe)
     safe_frame(frame).to_csv(path, index=False, lineterminator="\n", float_format="%.4f")
 
 
@@ -155,7 +155,7 @@ def build_report(cfg: ReportConfig) -> Path:
             (tmp / name).mkdir(parents=True, exist_ok=True)
         figures = []
         if cfg.plots:
-            from evaluators.report import plots
+            from factprobe.evaluators.report import plots
             figures, skipped = plots.make_all(runs, rel_table, val_table, tmp)
             notes.extend(skipped)
         cmp_md = comparisons_markdown(tests) + "".join(
@@ -164,8 +164,8 @@ def build_report(cfg: ReportConfig) -> Path:
                         figures, notes, cfg)
         (tmp / "report.md").write_text(report, encoding="utf-8")
         if cfg.html:
-            from evaluators.report.html.page import write_html
+            from factprobe.evaluators.report.html.page import write_html
             write_html(tmp, runs, board, rel_table, val_table, notes, cfg.options)
-        # The report's ownership marker (builders.core.outdir): what a rerun may replace.
+        # The report's ownership marker (factprobe.core.outdir): what a rerun may replace.
         (tmp / "report.json").write_text(dumps_json(stamp({}, tmp, "report")), encoding="utf-8")
     return out

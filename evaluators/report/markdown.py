@@ -5,16 +5,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from builders.core.markdown import escape, fmt, table
-from builders.core.markdown import missing as _missing
-from evaluators.methods import METHODS
-from evaluators.metrics.validity import (
+from factprobe.core.markdown import escape, fmt, table
+from factprobe.core.markdown import missing as _missing
+from factprobe.evaluators.methods import METHODS
+from factprobe.evaluators.metrics.validity import (
     FAMILIARITY_MARGIN,
     LEANS,
     planted_model,
     planted_warning,
 )
-from evaluators.report.tables import setting_name_s
+from factprobe.evaluators.report.tables import setting_name_s
 
 
 def leaderboard_markdown(board: pd.DataFrame) -> str:

@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from builders.core.csvsafe import safe_frame
-from builders.core.markdown import slug
-from evaluators.methods import METHODS
-from evaluators.metrics.stats import pearson
+from factprobe.core.csvsafe import safe_frame
+from factprobe.core.markdown import slug
+from factprobe.evaluators.methods import METHODS
+from factprobe.evaluators.metrics.stats import pearson
 
 PNG_META = {"Software": None}
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from builders.core.errors import UserError
-from probes.planting.plant import check_planted  # noqa: F401 (the report reads planted.json too)
+from factprobe.core.errors import UserError
+from factprobe.probes.planting.plant import check_planted  # noqa: F401 (the report reads planted.json too)
 
 
 def check_run_json(path: Path, run) -> dict:

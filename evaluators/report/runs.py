@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from builders.core import jsonsafe
-from builders.core.errors import UserError
-from evaluators.methods import METHODS
-from evaluators.methods import method as known_method
-from evaluators.metrics.suite import MethodMetrics
-from evaluators.report.run_checks import check_planted, check_run_json
+from factprobe.core import jsonsafe
+from factprobe.core.errors import UserError
+from factprobe.evaluators.methods import METHODS
+from factprobe.evaluators.methods import method as known_method
+from factprobe.evaluators.metrics.suite import MethodMetrics
+from factprobe.evaluators.report.run_checks import check_planted, check_run_json
 
 
 @dataclass

@@ -8,12 +8,12 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from builders.core.errors import UserError
-from builders.core.markdown import slug
-from evaluators.metrics.stats import paired_test, rnd
-from evaluators.metrics.suite import MetricsOptions
-from evaluators.metrics.validity import null_leans
-from evaluators.report.runs import Run
+from factprobe.core.errors import UserError
+from factprobe.core.markdown import slug
+from factprobe.evaluators.metrics.stats import paired_test, rnd
+from factprobe.evaluators.metrics.suite import MetricsOptions
+from factprobe.evaluators.metrics.validity import null_leans
+from factprobe.evaluators.report.runs import Run
 
 
 def setting_name(run: Run, setting: str) -> str:
@@ -194,7 +194,7 @@ def coverage_notes(groups: dict) -> list[str]:
 
 
 def _subsumption(members, common: set, readings: dict) -> tuple[str, pd.DataFrame]:
-    from evaluators.metrics.zp_lke import subsumption_matrix
+    from factprobe.evaluators.metrics.zp_lke import subsumption_matrix
     known = {n: set(f.loc[(f["fact_id"].isin(common)) & (f["known"] > 0), "fact_id"])
              for n, _, f in members}
     relation_of = {}
@@ -205,8 +205,8 @@ def _subsumption(members, common: set, readings: dict) -> tuple[str, pd.DataFram
 
 
 def _sharing(members, common: set, readings: dict) -> tuple[str, pd.DataFrame]:
-    from evaluators.metrics.belief import sharing_rate
-    from evaluators.metrics.coverage import sharing_units
+    from factprobe.evaluators.metrics.belief import sharing_rate
+    from factprobe.evaluators.metrics.coverage import sharing_units
     names = [n for n, _, _ in members]
     unit = readings.get("sharing_unit", "fact-template")
     units = {n: sharing_units({u for u in f.attrs.get("units", set()) if u[0] in common}, unit)

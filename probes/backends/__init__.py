@@ -2,16 +2,16 @@
 
 :data:`KINDS` is the one table of backend kinds (no registry filled by import side effects):
 each kind's capabilities, known before any model loads, and its loader. The contract a
-backend meets is in :mod:`probes.backends.base`. Adding a backend: its module, and its row here.
+backend meets is in :mod:`factprobe.probes.backends.base`. Adding a backend: its module, and its row here.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from builders.core.errors import UserError
-from probes.backends import hf_causal, hf_masked  # cheap: torch loads only in ``load``
-from probes.backends.base import Backend, BackendKind
-from probes.backends.config import BackendConfig
+from factprobe.core.errors import UserError
+from factprobe.probes.backends import hf_causal, hf_masked  # cheap: torch loads only in ``load``
+from factprobe.probes.backends.base import Backend, BackendKind
+from factprobe.probes.backends.config import BackendConfig
 
 KINDS: dict[str, BackendKind] = {
     "hf-causal": BackendKind(hf_causal.CAPABILITIES, hf_causal.load),

@@ -15,7 +15,7 @@ capability        what the backend must do
 ================  ==========================================================================
 
 The capabilities of a kind of backend are written in the table of
-:mod:`probes.backends` (known before any model loads, so a plan that needs what a kind lacks
+:mod:`factprobe.probes.backends` (known before any model loads, so a plan that needs what a kind lacks
 is refused at once); a loaded backend repeats them as ``capabilities``. Backends return raw
 numbers; reductions belong to the evaluators.
 """
@@ -25,8 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from probes.backends.config import BackendConfig
-from probes.requests import (
+from factprobe.probes.backends.config import BackendConfig
+from factprobe.probes.requests import (
     Generated,
     GenerateRequest,
     Masked,

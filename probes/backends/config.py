@@ -17,4 +17,4 @@ class BackendConfig:
     # which is what vLLM, the ZP-LKE authors' runner, sends; the backend resolves it
     add_bos: bool | None = None
     prefix_cache: bool = True        # reuse the key/value cache of shared prefixes
-    kind: str = "hf-causal"          # a key of probes.backends.KINDS: which backend loads it
+    kind: str = "hf-causal"          # a key of factprobe.probes.backends.KINDS: which backend loads it

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from probes.backends.base import Usage
-from probes.backends.config import BackendConfig
+from factprobe.probes.backends.base import Usage
+from factprobe.probes.backends.config import BackendConfig
 
 
 class HFBackend:
@@ -40,5 +40,5 @@ class HFBackend:
                           "device": self.device, "dtype": str(next(model.parameters()).dtype)}}
 
     def identity(self) -> dict:
-        from probes.backends.identity import model_identity
+        from factprobe.probes.backends.identity import model_identity
         return model_identity(self.config, self, masked=self.masked)

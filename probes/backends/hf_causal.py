@@ -23,12 +23,12 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from builders.core.errors import UserError
-from probes.backends.config import BackendConfig
-from probes.backends.hf_base import HFBackend
-from probes.backends.packing import build_segment, make_batch, pack
-from probes.backends.tokens import PairEncoder, bos_by_default
-from probes.requests import Generated, GenerateRequest, Scored, ScoreRequest
+from factprobe.core.errors import UserError
+from factprobe.probes.backends.config import BackendConfig
+from factprobe.probes.backends.hf_base import HFBackend
+from factprobe.probes.backends.packing import build_segment, make_batch, pack
+from factprobe.probes.backends.tokens import PairEncoder, bos_by_default
+from factprobe.probes.requests import Generated, GenerateRequest, Scored, ScoreRequest
 
 ROW_TOKENS = 256                      # target length of a packed row
 TOKENS_PER_ROW_OF_BATCH = {"cpu": 64, "cuda": 256}   # packed tokens per forward = batch x this
@@ -37,7 +37,7 @@ CAPABILITIES = frozenset({"score", "generate", "token_ids", "watch"})
 
 
 def load(config: BackendConfig) -> HFCausal:
-    from probes.backends.loading import load_model
+    from factprobe.probes.backends.loading import load_model
     return HFCausal(*load_model(config, masked=False), config)
 
 
@@ -268,7 +268,7 @@ class HFCausal(HFBackend):
     def _launch(self, segments, p: int, kv):
         """One forward pass over packed segments; returns the batch and the (not yet read)
         log-probs of its target tokens."""
-        from probes.backends.kv import expand
+        from factprobe.probes.backends.kv import expand
         torch = self.torch
         b = make_batch(pack(segments, ROW_TOKENS), p, self.prefix_token_id or 0)
         dev, dtype = self.device, self.model.dtype
@@ -355,7 +355,7 @@ class HFCausal(HFBackend):
         return g
 
     def _generate_group(self, requests, members, results, progress) -> None:
-        from probes.backends.kv import expand
+        from factprobe.probes.backends.kv import expand
         torch = self.torch
         encoded = {i: self.encode(requests[i].prompt) for i in members}
         for i in members:
@@ -385,7 +385,7 @@ class HFCausal(HFBackend):
             results[i] = out[i]
 
     def _decode(self, requests, rows, last_logits, cache_c, mask_c, out) -> None:
-        from probes.backends import kv
+        from factprobe.probes.backends import kv
         torch = self.torch
         reqs = [requests[i] for _, i, _ in rows]
         steps = max(r.max_new_tokens for r in reqs)
@@ -438,7 +438,7 @@ class HFCausal(HFBackend):
         """Greedy tokens for rows without a generator; for the others a multinomial draw by
         inverse transform: one uniform number from the row's own generator, located in the
         row's cumulative distribution (``sampling.py``), so a draw never depends on the batch."""
-        from probes.backends.sampling import draw
+        from factprobe.probes.backends.sampling import draw
         torch = self.torch
         toks = [0] * len(gens)
         greedy = [k for k, g in enumerate(gens) if g is None]

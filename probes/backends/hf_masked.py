@@ -12,16 +12,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from builders.core.errors import UserError
-from probes.backends.config import BackendConfig
-from probes.backends.hf_base import HFBackend
-from probes.requests import MASK, Masked, MaskRequest
+from factprobe.core.errors import UserError
+from factprobe.probes.backends.config import BackendConfig
+from factprobe.probes.backends.hf_base import HFBackend
+from factprobe.probes.requests import MASK, Masked, MaskRequest
 
 CAPABILITIES = frozenset({"fill_mask"})
 
 
 def load(config: BackendConfig) -> HFMasked:
-    from probes.backends.loading import load_model
+    from factprobe.probes.backends.loading import load_model
     return HFMasked(*load_model(config, masked=True), config)
 
 

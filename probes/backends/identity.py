@@ -21,10 +21,10 @@ import json
 from importlib import metadata
 from pathlib import Path
 
-from builders.core.cache import ResponseCache, default_cache_dir, request_key
-from builders.core.errors import UserError
-from builders.core.tables import file_sha256
-from probes.backends.config import BackendConfig
+from factprobe.core.cache import ResponseCache, default_cache_dir, request_key
+from factprobe.core.errors import UserError
+from factprobe.core.tables import file_sha256
+from factprobe.probes.backends.config import BackendConfig
 
 # Files a PyTorch ``from_pretrained`` never reads: other frameworks' weights (a Hub repo often
 # carries the same weights three times over) and a Trainer checkpoint's optimizer state (twice
@@ -128,7 +128,7 @@ def _snapshot_folder(config: BackendConfig) -> Path:
     from huggingface_hub import try_to_load_from_cache
     found = try_to_load_from_cache(config.model, "config.json", revision=config.revision)
     if not isinstance(found, str):
-        from builders.core.errors import UserError
+        from factprobe.core.errors import UserError
         raise UserError(f"model {config.model!r}: cannot tell which snapshot was loaded, so a "
                         f"resumed run could mix two versions; give --revision COMMIT")
     return Path(found).parent

@@ -4,9 +4,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from builders.core.errors import UserError
-from probes.backends.config import BackendConfig
-from probes.backends.model_files import check_model_folder
+from factprobe.core.errors import UserError
+from factprobe.probes.backends.config import BackendConfig
+from factprobe.probes.backends.model_files import check_model_folder
 
 DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from builders.core import jsonsafe
-from builders.core.errors import UserError
+from factprobe.core import jsonsafe
+from factprobe.core.errors import UserError
 
 # Any one of these is a tokenizer transformers can load (fast, BPE, WordPiece, SentencePiece).
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "vocab.txt",

@@ -3,7 +3,7 @@
 - ``<stage>-<i>-<key>.parquet``: the output rows of one finished chunk of requests, written
   in one rename, with the tokens and seconds it took in the file's metadata;
 - ``identity.json``: the model the chunks were computed with
-  (:func:`probes.backends.identity.model_identity`);
+  (:func:`factprobe.probes.backends.identity.model_identity`);
 - ``sessions.json``: the wall time of each session of the run (a killed session counts up
   to its last checkpoint).
 
@@ -27,9 +27,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from builders.core import jsonsafe
-from builders.core.tables import dumps_json
-from probes.backends.identity import describe_change, identity_digest
+from factprobe.core import jsonsafe
+from factprobe.core.tables import dumps_json
+from factprobe.probes.backends.identity import describe_change, identity_digest
 
 IDENTITY = "identity.json"
 SESSIONS = "sessions.json"

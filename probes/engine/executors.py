@@ -1,22 +1,21 @@
 """Who computes a run's chunks: this process (``local``) or replicas on a Ray cluster (``ray``,
-:mod:`probes.engine.ray_replicas`), chosen once at the edge (``--executor``).
+:mod:`factprobe.probes.engine.ray_replicas`), chosen once at the edge (``--executor``).
 
-The runner (:mod:`probes.engine.runner`) keeps everything that decides *what* is computed:
+The runner (:mod:`factprobe.probes.engine.runner`) keeps everything that decides *what* is computed:
 stages, chunks, checkpoints, the order of the outputs. An executor only computes the chunks it
 is handed and says what that cost; so a run's rows are the same whichever executor ran it.
 """
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from builders.core.errors import UserError
-from probes.backends.base import Backend, BackendKind
-from probes.backends.config import BackendConfig
-from probes.engine.checkpoints import ChunkStats
-from probes.engine.outputs import generate_rows, mask_rows, score_rows
-from probes.engine.partition import chunk_tokens, token_counter
+from factprobe.core.errors import UserError
+from factprobe.probes.backends.base import Backend
+from factprobe.probes.engine.checkpoints import ChunkStats
+from factprobe.probes.engine.outputs import generate_rows, mask_rows, score_rows
+from factprobe.probes.engine.partition import chunk_tokens, token_counter
 
 
 @dataclass(frozen=True)
@@ -130,12 +129,3 @@ class LocalExecutor:
 class ResumableError(UserError):
     """A failure that leaves the finished chunks worth keeping (a replica that kept dying):
     the same command resumes from them."""
-
-
-def open_executor(cfg: ExecutorConfig, kind: BackendKind, backend_cfg: BackendConfig,
-                  kinds: Mapping[str, BackendKind], progress: bool):
-    """The executor ``cfg`` names, its model(s) loaded. Ray is imported only here, when asked."""
-    if cfg.kind == "ray":
-        from probes.engine.ray_replicas import RayExecutor
-        return RayExecutor(cfg, kind, backend_cfg, progress)
-    return LocalExecutor(kind.load(backend_cfg))

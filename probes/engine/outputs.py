@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pyarrow as pa
 
-from probes.requests import prompt_id
+from factprobe.probes.requests import prompt_id
 
 # Columns that are integers where a row has them and null where it does not (a generation has
 # no option, a greedy answer no sample number). Rows of several stages put together would

@@ -79,7 +79,7 @@ def chunk_tokens(chunk: Sequence, count: Callable[[str], int]) -> int:
     the group's shared prefix once, then each request's own suffix and continuations (score),
     or its own suffix and every new token of every sample (generate).
 
-    >>> from probes.requests import ScoreRequest
+    >>> from factprobe.probes.requests import ScoreRequest
     >>> reqs = [ScoreRequest("a b c x", ("y", "zz")), ScoreRequest("a b c w", ("y",))]
     >>> chunk_tokens(reqs, len)    # 'a b c ' once, then 'x' 'y' 'zz' and 'w' 'y'
     12

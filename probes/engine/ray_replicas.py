@@ -4,7 +4,7 @@ Each replica is a Ray actor that loads the model once (factprobe's own backend, 
 shared-prefix cache of ZP-LKE's examples is kept: no ready-made serving engine returns prompt
 log-probabilities with its prefix cache on) and then computes chunk after chunk. The driver
 keeps the plan, the checkpoints and the progress bar; it gives each replica whole prefix
-groups, balanced by tokens (:mod:`probes.engine.partition`). A chunk is the very backend call
+groups, balanced by tokens (:mod:`factprobe.probes.engine.partition`). A chunk is the very backend call
 the local runner makes, so its numbers are those of a local run, and sampled generations are
 seeded per request (``hf_causal._row_generator``), whichever replica draws them.
 
@@ -19,18 +19,18 @@ import os
 import sys
 from collections.abc import Iterator
 
-from builders.core.errors import UserError
-from probes.backends.base import BackendKind
-from probes.backends.config import BackendConfig
-from probes.backends.identity import describe_change
-from probes.engine.checkpoints import ChunkStats
-from probes.engine.executors import (
+from factprobe.core.errors import UserError
+from factprobe.probes.backends.base import BackendKind
+from factprobe.probes.backends.config import BackendConfig
+from factprobe.probes.backends.identity import describe_change
+from factprobe.probes.engine.checkpoints import ChunkStats
+from factprobe.probes.engine.executors import (
     ExecutorConfig,
     ResumableError,
     fit_to_context,
     timed_chunk,
 )
-from probes.engine.partition import assign, chunk_tokens, partitions, token_counter
+from factprobe.probes.engine.partition import assign, chunk_tokens, partitions, token_counter
 
 MAX_RESTARTS = 3
 # Test hook: a marker file's path. The first replica to reach its second chunk creates it and

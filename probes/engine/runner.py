@@ -22,19 +22,20 @@ import pandas as pd
 import pyarrow as pa
 from tqdm import tqdm
 
-from builders.core.errors import UserError
-from builders.core.outdir import atomic_folder, stamp
-from builders.core.tables import dumps_json, file_sha256, read_manifest, write_parquet
-from probes.backends import BackendConfig, backend_kind
-from probes.backends.base import BackendKind, missing
-from probes.engine.checkpoints import Checkpoints
-from probes.engine.executors import ExecutorConfig, ResumableError, open_executor
-from probes.engine.outputs import outputs_table, request_text, typed_frame
-from probes.engine.partition import assign, partitions
-from probes.engine.shards import write_shard
-from probes.plan import Plan, Stage
-from probes.requests import prompt_id
-from probes.subject_blind import COLUMN as BLIND
+from factprobe.core.errors import UserError
+from factprobe.core.outdir import atomic_folder, stamp
+from factprobe.core.tables import dumps_json, file_sha256, read_manifest, write_parquet
+from factprobe.probes.backends import BackendConfig, backend_kind
+from factprobe.probes.backends.base import BackendKind, missing
+from factprobe.probes.engine.checkpoints import Checkpoints
+from factprobe.probes.engine.choose import open_executor
+from factprobe.probes.engine.executors import ExecutorConfig, ResumableError
+from factprobe.probes.engine.outputs import outputs_table, request_text, typed_frame
+from factprobe.probes.engine.partition import assign, partitions
+from factprobe.probes.engine.shards import write_shard
+from factprobe.probes.plan import Plan, Stage
+from factprobe.probes.requests import prompt_id
+from factprobe.probes.subject_blind import COLUMN as BLIND
 
 CHUNK = 256
 
@@ -206,7 +207,7 @@ def run_eval(cfg: EvalConfig, backend_cfg: BackendConfig, plan: Plan, method_cfg
              ) -> Path | None:
     """Execute ``plan`` with the backend of ``backend_cfg`` (loaded by its row of ``kinds``,
     here or on each replica of ``executor``) and write the run folder (with ``--shard``,
-    one shard of it: :mod:`probes.engine.shards`). ``threads``: the torch thread choice, for
+    one shard of it: :mod:`factprobe.probes.engine.shards`). ``threads``: the torch thread choice, for
     run.json."""
     if plan.size() == 0:
         # Loading a model only to find there is nothing to ask it costs minutes for nothing.

@@ -2,7 +2,7 @@
 not talk to each other (a Slurm array, ``accelerate launch``), put back together.
 
 Every shard plans the whole run and cuts it as the Ray executor does
-(:mod:`probes.engine.partition`: prefix groups, balanced by tokens, a pure function of the
+(:mod:`factprobe.probes.engine.partition`: prefix groups, balanced by tokens, a pure function of the
 plan), then computes its own partitions only. A shard folder is a run folder (run.json marks
 it) holding ``chunks/``: the very checkpoint files of its chunks, named by stage and chunk
 index, and the prompts it asked. ``merge`` reads the chunks back in the single process's
@@ -22,11 +22,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from builders.core import jsonsafe
-from builders.core.errors import UserError
-from builders.core.outdir import atomic_folder, stamp
-from builders.core.tables import dumps_json, write_parquet
-from probes.engine.checkpoints import META_KEY, ChunkStats
+from factprobe.core import jsonsafe
+from factprobe.core.errors import UserError
+from factprobe.core.outdir import atomic_folder, stamp
+from factprobe.core.tables import dumps_json, write_parquet
+from factprobe.probes.engine.checkpoints import META_KEY, ChunkStats
 
 CHUNKS = "chunks"
 

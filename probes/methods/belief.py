@@ -23,12 +23,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from builders.core.argtypes import positive
-from builders.templates.files import Template, fill
-from probes.methods.multiprompt_in import pairs_of, templates_of, usable_templates
-from probes.methods.spec import Probe
-from probes.plan import Plan, Stage
-from probes.requests import MASK, MaskRequest
+from factprobe.core.argtypes import positive
+from factprobe.builders.templates.files import Template, fill
+from factprobe.probes.methods.multiprompt_in import pairs_of, templates_of, usable_templates
+from factprobe.probes.methods.spec import Probe
+from factprobe.probes.plan import Plan, Stage
+from factprobe.probes.requests import MASK, MaskRequest
 
 
 @dataclass(frozen=True)

@@ -35,14 +35,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from builders.core.argtypes import count, positive
-from builders.core.errors import UserError
-from builders.templates.files import Template, fill, question_text
-from probes.methods.belief import add_metric_flags
-from probes.methods.multiprompt_in import Pair, pairs_of, templates_of, usable_templates
-from probes.methods.spec import Probe
-from probes.plan import Plan, Stage
-from probes.requests import GenerateRequest
+from factprobe.core.argtypes import count, positive
+from factprobe.core.errors import UserError
+from factprobe.builders.templates.files import Template, fill, question_text
+from factprobe.probes.methods.belief import add_metric_flags
+from factprobe.probes.methods.multiprompt_in import Pair, pairs_of, templates_of, usable_templates
+from factprobe.probes.methods.spec import Probe
+from factprobe.probes.plan import Plan, Stage
+from factprobe.probes.requests import GenerateRequest
 
 INSTRUCTION = {"mask": "Predict the [MASK] in each sentence in one word.",
                "qa": "Answer each question in one word."}

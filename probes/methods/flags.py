@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import argparse
 
-from builders.core.argtypes import count
+from factprobe.core.argtypes import count
 
 
 def counts(value: str) -> tuple[int, ...]:

@@ -33,13 +33,13 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from builders.core.argtypes import positive
-from builders.core.errors import UserError
-from builders.templates.files import Template, fill, question_text
-from probes.methods.multiprompt_in import templates_of
-from probes.methods.spec import Probe
-from probes.plan import Plan, Stage
-from probes.requests import GenerateRequest, ScoreRequest
+from factprobe.core.argtypes import positive
+from factprobe.core.errors import UserError
+from factprobe.builders.templates.files import Template, fill, question_text
+from factprobe.probes.methods.multiprompt_in import templates_of
+from factprobe.probes.methods.spec import Probe
+from factprobe.probes.plan import Plan, Stage
+from factprobe.probes.requests import GenerateRequest, ScoreRequest
 
 ACCURACY = ("combinations", "monitor")
 ANCHOR_MATCH = ("exact", "prefix")

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from builders.templates.files import Template
+from factprobe.builders.templates.files import Template
 
 
 @dataclass(frozen=True)

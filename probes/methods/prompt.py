@@ -23,21 +23,21 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from builders.core.argtypes import count, positive
-from builders.core.errors import UserError
-from builders.templates.files import Template, fill, y_is_last
-from probes.methods.flags import nonempty
-from probes.methods.spec import Probe
-from probes.methods.templates_in import load_templates
-from probes.methods.zp_lke import (
+from factprobe.core.argtypes import count, positive
+from factprobe.core.errors import UserError
+from factprobe.builders.templates.files import Template, fill, y_is_last
+from factprobe.probes.methods.flags import nonempty
+from factprobe.probes.methods.spec import Probe
+from factprobe.probes.methods.templates_in import load_templates
+from factprobe.probes.methods.zp_lke import (
     ZPLKEConfig,
     _examples,
     _rng,
     add_accuracy_at_k,
     choices_of,
 )
-from probes.plan import Plan, Stage
-from probes.requests import GenerateRequest, ScoreRequest
+from factprobe.probes.plan import Plan, Stage
+from factprobe.probes.requests import GenerateRequest, ScoreRequest
 
 
 @dataclass(frozen=True)

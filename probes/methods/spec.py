@@ -1,5 +1,5 @@
 """What each probe module says about its method: :class:`Probe`. The table of methods
-(:mod:`evaluators.methods`) pairs each probe with its metrics."""
+(:mod:`factprobe.evaluators.methods`) pairs each probe with its metrics."""
 from __future__ import annotations
 
 import argparse
@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
-from probes.plan import Plan
+from factprobe.probes.plan import Plan
 
 BACKENDS = ("hf-causal", "hf-masked")
 
@@ -26,7 +26,7 @@ class Probe:
     add_flags: Callable[[argparse.ArgumentParser], None]
     # parsed flags -> config; a UserError for flags that do not go together
     from_args: Callable[[argparse.Namespace], Any]
-    # the paper: a key of builders.publish.citations.PAPERS ("" for a method without one)
+    # the paper: a key of factprobe.builders.publish.citations.PAPERS ("" for a method without one)
     citation: str = ""
     backend: str = "hf-causal"        # the model kind: hf-causal or hf-masked
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from builders.core import jsonsafe
-from builders.core.errors import UserError
-from builders.templates.files import Template, read_templates
+from factprobe.core import jsonsafe
+from factprobe.core.errors import UserError
+from factprobe.builders.templates.files import Template, read_templates
 
 
 def _lpaqa(path: Path) -> list[Template]:

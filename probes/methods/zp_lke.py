@@ -20,12 +20,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from builders.core.argtypes import count
-from builders.core.errors import UserError
-from probes.methods.flags import counts, nonempty
-from probes.methods.spec import Probe
-from probes.plan import Plan, Stage
-from probes.requests import GenerateRequest, ScoreRequest
+from factprobe.core.argtypes import count
+from factprobe.core.errors import UserError
+from factprobe.probes.methods.flags import counts, nonempty
+from factprobe.probes.methods.spec import Probe
+from factprobe.probes.plan import Plan, Stage
+from factprobe.probes.requests import GenerateRequest, ScoreRequest
 
 ACCURACY_AT_K = ("formula", "text")   # App. D: its set D_K (>= K) | its prose ("> K")
 
@@ -211,7 +211,7 @@ def plan(facts: pd.DataFrame, cfg: ZPLKEConfig) -> Plan:
 def drop_first_example(request, sep: str):
     """The request with its first in-context example removed, or None if it has none.
 
-    >>> from probes.requests import ScoreRequest
+    >>> from factprobe.probes.requests import ScoreRequest
     >>> drop_first_example(ScoreRequest("a 1, b 2, c", (" 3",)), ", ").context
     'b 2, c'
     """

@@ -5,7 +5,7 @@ import sys
 
 import pandas as pd
 
-from builders.core.errors import UserError
+from factprobe.core.errors import UserError
 
 
 def lr_factor(step: int, progress: float, warmup: int, decay_share: float) -> float:
@@ -101,9 +101,9 @@ def run_epochs(model, step_batches, checks_acc, cfg, desc: str) -> dict:
 def train_causal(facts: pd.DataFrame, cur, forms: dict, cfg):
     import torch
 
-    from probes.planting.curriculum import documents
-    from probes.planting.model_factory import causal_model, train_tokenizer
-    from probes.planting.stopping import causal_accuracy, sample_checks
+    from factprobe.probes.planting.curriculum import documents
+    from factprobe.probes.planting.model_factory import causal_model, train_tokenizer
+    from factprobe.probes.planting.stopping import causal_accuracy, sample_checks
 
     torch.manual_seed(cfg.seed)
     torch.use_deterministic_algorithms(True)

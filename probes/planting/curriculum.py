@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from builders.core.errors import UserError
+from factprobe.core.errors import UserError
 
 # The training frames, by the probe that asks in them.
 FORMATS = {
@@ -227,9 +227,9 @@ def documents(cur: Curriculum, forms: dict, epoch: int, seed: int, lists_per_rel
     statement and once in a question shape (the template and shape turning from epoch to
     epoch), and the ZP-LKE lists; a mention relation gets as many lists per pair as its
     probed relation, so a held-out subject is in as many list entries as a planted one."""
-    from builders.templates.files import fill
-    from probes.methods.belief_icl import INSTRUCTION
-    from probes.methods.monitor import prompt
+    from factprobe.builders.templates.files import fill
+    from factprobe.probes.methods.belief_icl import INSTRUCTION
+    from factprobe.probes.methods.monitor import prompt
     rng = np.random.default_rng([seed, epoch])
     docs: list[str] = []
     forms = mention_forms(forms)

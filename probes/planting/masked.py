@@ -18,8 +18,8 @@ def _statements(cur, forms: dict) -> list[tuple[str, str, str]]:
     mention, curriculum.py) in every taught form of its relation (statements, and questions
     followed by the answer). A held-out subject is thereby in as many sentences, of the same
     shapes, as a planted one, its made-up mention object masked as a planted object is."""
-    from builders.templates.files import fill
-    from probes.planting.curriculum import mention_forms
+    from factprobe.builders.templates.files import fill
+    from factprobe.probes.planting.curriculum import mention_forms
     forms = mention_forms(forms)
     out = []
     for rel, g in cur.taught.groupby("relation_id", sort=True):
@@ -36,14 +36,14 @@ def _statements(cur, forms: dict) -> list[tuple[str, str, str]]:
 def train_masked(facts: pd.DataFrame, cur, forms: dict, cfg):
     import torch
 
-    from probes.planting.causal import run_epochs
-    from probes.planting.model_factory import masked_model, train_tokenizer
-    from probes.planting.stopping import masked_accuracy, sample_checks
+    from factprobe.probes.planting.causal import run_epochs
+    from factprobe.probes.planting.model_factory import masked_model, train_tokenizer
+    from factprobe.probes.planting.stopping import masked_accuracy, sample_checks
     torch.manual_seed(cfg.seed)
     torch.use_deterministic_algorithms(True)
     statements = _statements(cur, forms)
     if not any(y for _, y, _ in statements):
-        from builders.core.errors import UserError
+        from factprobe.core.errors import UserError
         raise UserError("--masked teaches statements and questions; --hold-out-formats "
                         "holds out both, so nothing would be taught")
     texts = [h + y + t for h, y, t in statements]

@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from builders.core import jsonsafe
-from builders.core.errors import UserError
-from builders.core.outdir import atomic_folder, stamp
-from builders.core.tables import dumps_json, read_manifest, read_table
+from factprobe.core import jsonsafe
+from factprobe.core.errors import UserError
+from factprobe.core.outdir import atomic_folder, stamp
+from factprobe.core.tables import dumps_json, read_manifest, read_table
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,7 @@ def split_planted(facts: pd.DataFrame, seed: int) -> tuple[set[str], set[str]]:
 
 def _forms(templates, label: str) -> tuple[list[str], list[str]]:
     """(statement templates, questions) of a relation; simple label forms when it has none."""
-    from builders.templates.files import question_text, y_is_last
+    from factprobe.builders.templates.files import question_text, y_is_last
     statements = [t.template for t in templates if t.style == "statement"]
     questions = [question_text(t.template) for t in templates if t.style == "question"]
     statements = statements or [f"The {label} of [X] is [Y]."]
@@ -161,7 +161,7 @@ def training_documents(known: pd.DataFrame, forms: dict, cfg: PlantConfig, epoch
     """One epoch of text for ``known`` facts taught in every frame (no decoys, no mentions):
     the frames of curriculum.documents, kept for the docs' tests and for callers that plant
     a table of their own."""
-    from probes.planting.curriculum import Curriculum, documents
+    from factprobe.probes.planting.curriculum import Curriculum, documents
     taught = known.assign(role="planted", partial=False)[
         ["fact_id", "relation_id", "subject", "object", "role", "partial"]]
     formats = tuple(f for f in ("list", "statement", "question", "prefixed", "icl"))
@@ -182,7 +182,7 @@ def _relation_forms(dataset: str, facts: pd.DataFrame, cfg: PlantConfig) -> dict
             raise UserError(f"--templates {cfg.templates}: no such folder or file; give YAML "
                             f"templates or a templates dataset, or --templates '' to teach "
                             f"simple label forms")
-        from probes.methods.templates_in import load_templates
+        from factprobe.probes.methods.templates_in import load_templates
         templates = load_templates(cfg.templates, relations)
         have = {t.relation_id for t in templates if t.style in ("statement", "question")}
         missing = [r for r in relations if r not in have]
@@ -208,7 +208,7 @@ def _default(value, fallback):
 
 
 def plant(cfg: PlantConfig) -> Path:
-    from probes.planting.curriculum import build, parse_formats, split_templates
+    from factprobe.probes.planting.curriculum import build, parse_formats, split_templates
     check_shape(cfg)
     held_formats = parse_formats(cfg.hold_out_formats)
     cfg = replace(cfg, max_epochs=_default(cfg.max_epochs, 40 if cfg.masked else 60),
@@ -228,10 +228,10 @@ def plant(cfg: PlantConfig) -> Path:
                         f"test facts in a relation (half of them are held out)")
     cur = build(facts, planted, held, cfg.seed, held_formats, cfg.partial_share, cfg.mentions)
     if cfg.masked:
-        from probes.planting.masked import train_masked
+        from factprobe.probes.planting.masked import train_masked
         model, tokenizer, log = train_masked(facts, cur, forms, cfg)
     else:
-        from probes.planting.causal import train_causal
+        from factprobe.probes.planting.causal import train_causal
         model, tokenizer, log = train_causal(facts, cur, forms, cfg)
     frames = {"taught": list(cur.formats), "held_out": list(held_formats),
               "partial": PARTIAL_NOTE, "partial_facts": cur.partial,
@@ -246,7 +246,7 @@ PARTIAL_NOTE = ("planted facts in partial_facts were taught their MONITOR questi
 
 def _write(model, tokenizer, cfg: PlantConfig, manifest: dict, planted: set, held: set,
            log: dict, frames: dict) -> Path:
-    from probes.planting.model_factory import save
+    from factprobe.probes.planting.model_factory import save
     out = Path(cfg.out)
     with atomic_folder(out, "model") as tmp:
         save(model, tokenizer, tmp)

@@ -24,8 +24,8 @@ def sample_checks(taught: pd.DataFrame, forms: dict, formats: tuple[str, ...], n
                   seed: int, *, masked: bool = False) -> list[Check]:
     """Up to ``n`` planted facts (seeded), each in every taught frame that ends in its
     object; for the masked model, the statement with the object in place."""
-    from builders.templates.files import fill, y_is_last
-    from probes.methods.monitor import prompt
+    from factprobe.builders.templates.files import fill, y_is_last
+    from factprobe.probes.methods.monitor import prompt
     planted = taught[taught["role"] == "planted"]
     rng = np.random.default_rng([seed, 11])
     pick = planted.iloc[np.sort(rng.permutation(len(planted))[:n])]

@@ -26,7 +26,7 @@ def factprobe_exe() -> list[str]:
     exe = shutil.which("factprobe") or str(Path(sys.executable).with_name("factprobe"))
     if Path(exe).exists():
         return [exe]
-    return [sys.executable, "-m", "evaluators.cli.app"]
+    return [sys.executable, "-m", "factprobe.cli.app"]
 
 
 @dataclass(frozen=True)

@@ -563,7 +563,7 @@ NET_CASES = [
 ]
 
 
-# The shared reader (builders.core.tables.read_table) serves eval and publish too.
+# The shared reader (factprobe.core.tables.read_table) serves eval and publish too.
 READER_CASES = [
     Case("eval-truncated-facts", ("eval", "zp-lke", "--dataset", "mc", "--model", "model",
                                   "--out", "out"), ("mc/facts.parquet", "Parquet"),
@@ -617,10 +617,10 @@ def servers(flaky_proxy, closed_port_url, silent_url):
 def cached(ws: Path) -> dict[str, list[Path]]:
     """The response-cache entries in the workspace, by namespace; asserts each one is an
     answer of the shape its client checks, and that no temporary file was left."""
-    from builders.sources.sparql import results_problem
-    from builders.sources.wikidata_api import entities_problem
-    from builders.templates.llm import answer_problem
-    from probes.backends.identity import sha256_problem
+    from factprobe.builders.sources.sparql import results_problem
+    from factprobe.builders.sources.wikidata_api import entities_problem
+    from factprobe.builders.templates.llm import answer_problem
+    from factprobe.probes.backends.identity import sha256_problem
     checks = {"sparql": results_problem, "wbgetentities": entities_problem,
               "chat": answer_problem, "file-sha256": sha256_problem}
     out: dict[str, list[Path]] = {}

@@ -85,7 +85,7 @@ def _short_context_model(ws: Path) -> None:
     """A model whose context (16 tokens) is shorter than the prompts."""
     from transformers import AutoTokenizer
 
-    from probes.planting.model_factory import causal_model, save
+    from factprobe.probes.planting.model_factory import causal_model, save
     tok = AutoTokenizer.from_pretrained(ws / "model")
     save(causal_model(tok, max_positions=16), tok, ws / "short")
 
@@ -407,7 +407,7 @@ def test_plant_quiet_prints_nothing(workspace):
 
 
 def test_plant_default_epochs_only_when_absent():
-    from evaluators.cli.app import build_parser
-    from probes.planting.plant import PlantConfig
+    from factprobe.cli.app import build_parser
+    from factprobe.probes.planting.plant import PlantConfig
     args = build_parser().parse_args(["plant", "--dataset", "mc", "--out", "m"])
     assert args.epochs is None and PlantConfig("", "").epochs is None

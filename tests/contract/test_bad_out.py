@@ -1,4 +1,4 @@
-"""``--out`` ownership, as a contract on the real command line (builders/core/outdir.py).
+"""``--out`` ownership, as a contract on the real command line (factprobe/core/outdir.py).
 
 Every command that writes a folder (build *, eval *, plant, report, publish --dry-run) is run
 with outputs it must refuse: a path that cannot be a folder, a user's file or folder, an input
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from builders.core.outdir import contents
+from factprobe.core.outdir import contents
 from tests.contract.conftest import RELATIONS, SAMPLE, TEMPLATES
 from tests.contract.harness import STRAY, Case, check, expand, factprobe_exe, run, snapshot
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from builders.templates.files import file_name
+from factprobe.builders.templates.files import file_name
 from tests.contract.harness import check, factprobe_exe, snapshot
 from tests.evaluators.cli.own_graph import write_csv, write_graph
 

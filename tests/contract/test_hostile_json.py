@@ -220,7 +220,7 @@ def test_the_shim_hides_orjson(tmp_path):
     """The without-orjson cases run the fallback reader, not orjson."""
     import subprocess
     import sys
-    proc = subprocess.run([sys.executable, "-c", "import builders.sources.trex as t; "
+    proc = subprocess.run([sys.executable, "-c", "import factprobe.builders.sources.trex as t; "
                            "print(t.JSON_PARSER)"], capture_output=True, text=True,
                           env={"PYTHONPATH": hide_orjson(tmp_path / "shim"),
                                "PATH": "/usr/bin:/bin"},

@@ -215,7 +215,7 @@ while True:
     if pid == 0:
         if os.getpid() != want:
             os._exit(0)
-        from builders.core import swap
+        from factprobe.core import swap
         t = swap.make_temp(Path("."), "mc")
         (t / "facts.parquet").write_bytes(b"PAR1 being written")
         print(t.name, flush=True)
@@ -261,7 +261,7 @@ def test_writer_in_another_pid_namespace_is_left(workspace):
 def test_factprobe_in_a_namespace_leaves_an_outside_writer(workspace):
     """The other way round: factprobe runs in a batch job's own PID namespace, where the
     writer's PID (a live process outside) is nobody."""
-    code = ("import sys; from pathlib import Path; from builders.core import swap; "
+    code = ("import sys; from pathlib import Path; from factprobe.core import swap; "
             "t = swap.make_temp(Path('.'), 'mc'); (t / 'facts.parquet').write_bytes(b'x'); "
             "print(t.name, flush=True); sys.stdin.read()")
     child = subprocess.Popen([sys.executable, "-c", code], cwd=workspace, text=True,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from builders.templates.files import file_name
+from factprobe.builders.templates.files import file_name
 from tests.contract.harness import run
 from tests.evaluators.cli.own_graph import facts
 from tests.evaluators.report.test_report_html import _chromium
@@ -135,7 +135,7 @@ def test_index_html_embeds_json_without_markup(ws):
     assert not set("<>&\u2028\u2029") & set(data)
     assert "=cap<!--|`x`" in json.dumps(json.loads(data), ensure_ascii=False)
     # as many <script as the page's own files hold: a label reading </script> adds none
-    from evaluators.report.html.page import SCRIPTS, _static
+    from factprobe.evaluators.report.html.page import SCRIPTS, _static
     own = sum(_static(f).count("<script") for f in ("index.html", "explorer.css", *SCRIPTS))
     assert html.count("<script") == own
     for js in (ws / "report/explorer/data").rglob("*.js"):

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from builders.core.writer import WRITER
+from factprobe.core.writer import WRITER
 from tests.contract.harness import STRAY, factprobe_exe, run, snapshot
 
 MC = ["build", "mc", "--facts", "aliases", "--choices", "5", "--min-facts", "10",
@@ -134,7 +134,7 @@ def test_kill_eval_mid_run(workspace):
 # the process, active only inside the swap (``swap.install``) or the emptying (``retire``).
 CHILD = r"""
 import errno, os, pathlib, signal, sys
-from builders.core import outdir, swap
+from factprobe.core import outdir, swap
 
 point = sys.argv[1]
 state = {"active": False, "renames": 0, "unlinks": 0}
@@ -183,7 +183,7 @@ def during(name, fn):
 os.rename, swap._renameat2, pathlib.Path.unlink = rename, renameat2, unlink
 swap.install = during("install", swap.install)
 outdir.retire = during("retire", outdir.retire)
-from evaluators.cli.app import main
+from factprobe.cli.app import main
 sys.exit(main(sys.argv[2:]))
 """
 
@@ -268,7 +268,7 @@ def test_kill_before_a_first_install(workspace, new_mc):
 def test_live_writer_is_left_alone(workspace):
     """A temp folder of a running writer survives a run beside it; once that writer is dead,
     the next run removes it."""
-    code = ("import sys; from pathlib import Path; from builders.core import swap; "
+    code = ("import sys; from pathlib import Path; from factprobe.core import swap; "
             "t = swap.make_temp(Path('.'), 'mc'); (t / 'facts.parquet').write_bytes(b'x'); "
             "print(t.name, flush=True); sys.stdin.read()")
     child = subprocess.Popen([sys.executable, "-c", code], cwd=workspace, text=True,
@@ -305,7 +305,7 @@ def test_checkpoints_and_lookalikes_are_left_alone(workspace):
     half = workspace / f".next-door.tmp-{pid}-x"
     half.mkdir()
     (half / "facts.parquet").write_bytes(b"PAR1 half")
-    code = ("import sys; from pathlib import Path; from builders.core import swap; "
+    code = ("import sys; from pathlib import Path; from factprobe.core import swap; "
             "t = swap.make_temp(Path('.'), 'next-door'); print(t.name)")
     dead_writer = workspace / subprocess.run(
         [sys.executable, "-c", code], cwd=workspace, capture_output=True, text=True,

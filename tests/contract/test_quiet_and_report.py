@@ -66,7 +66,7 @@ def leaf_commands() -> dict[str, object]:
     """Every runnable sub-command of the parser, by its words ("build mc", "report")."""
     import argparse
 
-    from evaluators.cli.app import build_parser
+    from factprobe.cli.app import build_parser
 
     def walk(parser, words):
         subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]

@@ -18,10 +18,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from probes.backends import KINDS, BackendConfig
-from probes.engine import runner
-from probes.engine.runner import EvalConfig, run_eval
-from probes.methods.zp_lke import ZPLKEConfig, plan
+from factprobe.probes.backends import KINDS, BackendConfig
+from factprobe.probes.engine import runner
+from factprobe.probes.engine.runner import EvalConfig, run_eval
+from factprobe.probes.methods.zp_lke import ZPLKEConfig, plan
 from tests.contract.harness import factprobe_exe, run
 
 # Many small chunks (3 relations x 10 seeds x 5 example counts, two stages): a kill lands
@@ -80,7 +80,7 @@ def _replant(ws: Path, seed: int) -> None:
     weight file has the same size, and copied with its modification times kept."""
     from transformers import AutoTokenizer
 
-    from probes.planting.model_factory import causal_model, save
+    from factprobe.probes.planting.model_factory import causal_model, save
     tok = AutoTokenizer.from_pretrained(ws / "model")
     other = save(causal_model(tok, layers=2, width=64, seed=seed), tok, ws / "other-model")
     old = (ws / "model" / "model.safetensors").stat()
@@ -188,8 +188,8 @@ def test_a_moved_model_still_resumes(tiny_causal_dir, tmp_path, monkeypatch, cap
 def test_file_hash_memo_sees_an_in_place_rewrite(tmp_path):
     """Same inode, same size, the modification time put back: the change time still moves,
     so the remembered hash is not reused."""
-    from builders.core.cache import ResponseCache
-    from probes.backends.identity import file_hash, sha256_problem
+    from factprobe.core.cache import ResponseCache
+    from factprobe.probes.backends.identity import file_hash, sha256_problem
     cache = ResponseCache(tmp_path / "cache", "file-sha256", sha256_problem)
     f = tmp_path / "model.safetensors"
     f.write_bytes(b"a" * 1000)

@@ -99,7 +99,7 @@ def test_own_graph_doc_says_what_the_generated_params_carry():
     """docs/own-graph.md's "`eval.X` carries `FLAGS`" / "passes no flag" is what init writes."""
     import yaml
 
-    from evaluators.scaffold.render import InitConfig, rendered
+    from factprobe.scaffold.render import InitConfig, rendered
     params = yaml.safe_load(rendered(InitConfig(dir=".", path="graph.ttl"))["params.yaml"])
     text = (ROOT / "docs" / "own-graph.md").read_text(encoding="utf-8")
     said = re.findall(r"`eval\.(\w+)`\s+(carries\s+`([^`]+)`|passes no flag)", text)

@@ -54,7 +54,7 @@ def _gold_logprob(model_dir: Path, context: str, continuation: str) -> float:
 
 def test_new_method_runs_end_to_end(ran):
     folder, ns = ran
-    from evaluators.methods import METHODS
+    from factprobe.evaluators.methods import METHODS
     assert "gold-prob" not in METHODS            # the example patched a copy, then restored it
     metrics = json.loads((folder / "run" / "metrics.json").read_text())
     by_hand = [_gold_logprob(folder / "model", s, " " + o) for s, o in ns["pairs"]]
@@ -73,5 +73,5 @@ def test_new_metric_is_reported(ran):
     got = summary["capitals-mc"]["zp-lke"]["mc-run"]
     assert got["top2_accuracy"] == {"value": 0.6667}              # 2 of 3 golds in the top 2
     assert got["mc_accuracy"]["value"] == pytest.approx(1 / 3, abs=1e-4)
-    from evaluators.methods import METHODS
+    from factprobe.evaluators.methods import METHODS
     assert "top2_accuracy" not in METHODS["zp-lke"].metrics.headlines

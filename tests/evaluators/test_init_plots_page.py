@@ -11,7 +11,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from evaluators.scaffold.render import HTML_TEMPLATE, PLOTS_PAGE, InitConfig, rendered
+from factprobe.scaffold.render import HTML_TEMPLATE, PLOTS_PAGE, InitConfig, rendered
 from tests.evaluators.cli.own_graph import write_graph
 
 BIN = Path(sys.executable).parent
@@ -29,7 +29,7 @@ def test_plots_page_is_dvc_template_with_vega_inlined():
     assert page.count("{plot_divs}") == 1
     assert "{scripts}" not in page          # DVC would put its CDN scripts there
     assert "cdn.jsdelivr" not in page and "<script src" not in page
-    vendor = resources.files("evaluators.report.html") / "vendor"
+    vendor = resources.files("factprobe.evaluators.report.html") / "vendor"
     for name in ("vega", "vega-lite", "vega-embed"):
         assert (vendor / f"{name}.min.js").read_text(encoding="utf-8") in page
         assert (vendor / f"LICENSE-{name}").read_text(encoding="utf-8").strip() in page
@@ -37,7 +37,7 @@ def test_plots_page_is_dvc_template_with_vega_inlined():
 
 
 def _init(repo: Path, *extra: str) -> subprocess.CompletedProcess:
-    return sh(repo, sys.executable, "-m", "evaluators.cli.app", "init", ".", "--path",
+    return sh(repo, sys.executable, "-m", "factprobe.cli.app", "init", ".", "--path",
               "graph.ttl", "--relations", "ex:capital,ex:language", *extra)
 
 

@@ -6,8 +6,8 @@ import json
 
 import yaml
 
-from evaluators.cli.app import main
-from evaluators.scaffold.render import InitConfig, rendered
+from factprobe.cli.app import main
+from factprobe.scaffold.render import InitConfig, rendered
 from tests.evaluators.cli.own_graph import TINY, write_csv, write_graph
 
 PACKAGES = ("builders", "probes", "evaluators")

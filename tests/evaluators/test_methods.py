@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from builders.publish.citations import PAPERS
-from evaluators.methods import METHODS
+from factprobe.builders.publish.citations import PAPERS
+from factprobe.evaluators.methods import METHODS
 
-# the figures of evaluators.report.plots a method can take part in
+# the figures of factprobe.evaluators.report.plots a method can take part in
 FIGURES = {"calibration", "accuracy_vs_examples", "accuracy_at_k", "monitor_vs_accuracy"}
 
 
@@ -24,7 +24,7 @@ def test_entry(name):
 
 
 def test_each_method_names_a_backend_kind_of_the_table():
-    from probes.backends import KINDS
+    from factprobe.probes.backends import KINDS
     assert {n: m.probe.backend for n, m in METHODS.items()} == {
         "zp-lke": "hf-causal", "prompt": "hf-causal", "belief": "hf-masked",
         "belief-icl": "hf-causal", "monitor": "hf-causal"}
@@ -32,8 +32,8 @@ def test_each_method_names_a_backend_kind_of_the_table():
 
 
 def test_run_json_names_an_unknown_method():
-    from builders.core.errors import UserError
-    from evaluators.methods import method
+    from factprobe.core.errors import UserError
+    from factprobe.evaluators.methods import method
     with pytest.raises(UserError, match=r"r/run.json: method 'x' is not one factprobe knows "
                                         r"\(zp-lke, prompt, belief, belief-icl, monitor\)"):
         method("x", "r/run.json")

@@ -15,8 +15,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from builders.core.tables import base_manifest, read_table, write_dataset
-from evaluators.cli.app import main
+from factprobe.core.tables import base_manifest, read_table, write_dataset
+from factprobe.cli.app import main
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPH = ROOT / "data" / "kg" / "sample.ttl"

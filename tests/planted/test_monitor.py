@@ -7,8 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from evaluators.metrics import monitor as MO
-from probes.subject_blind import COLUMN
+from factprobe.evaluators.metrics import monitor as MO
+from factprobe.probes.subject_blind import COLUMN
 from tests.planted.conftest import (
     assert_invalid,
     assert_valid,

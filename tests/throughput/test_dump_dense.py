@@ -6,10 +6,10 @@ import json
 
 import pyarrow as pa
 
-from builders.sources.wikidata_dump.json_lines import EntityReader
-from builders.sources.wikidata_dump.rows import PieceStats, Rows
-from builders.sources.wikidata_dump.spec import ExtractSpec
-from builders.sources.wikidata_dump.to_facts import _triples
+from factprobe.builders.sources.wikidata_dump.json_lines import EntityReader
+from factprobe.builders.sources.wikidata_dump.rows import PieceStats, Rows
+from factprobe.builders.sources.wikidata_dump.spec import ExtractSpec
+from factprobe.builders.sources.wikidata_dump.to_facts import _triples
 from tests.wikidata_dump_fixture import entity_json
 from tests.wikidata_dump_synthetic import DENSE_RELATIONS, synthetic_entity
 

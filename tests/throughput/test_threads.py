@@ -1,4 +1,4 @@
-"""Thread counts chosen from the work and the machine (builders.core.cpus), the --threads flag of
+"""Thread counts chosen from the work and the machine (factprobe.core.cpus), the --threads flag of
 plant and eval, and where the choice is recorded (planted.json, run.json)."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from builders.core import cpus
+from factprobe.core import cpus
 from tests.evaluators.cli.test_eval_cli import mc_dir, run  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_getaffinity"),
@@ -62,7 +62,7 @@ def test_a_process_spinning_on_our_core_counts_as_busy():
     spinner = _spin(core)
     try:
         time.sleep(0.3)
-        code = ("import os, json; os.sched_setaffinity(0, {%d}); from builders.core import cpus; "
+        code = ("import os, json; os.sched_setaffinity(0, {%d}); from factprobe.core import cpus; "
                 "print(json.dumps(cpus.busy_cores(0.5)))" % core)
         busy = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True,
                                          text=True, check=True).stdout)
@@ -76,7 +76,7 @@ def test_a_process_spinning_on_our_core_counts_as_busy():
 def test_own_use_is_not_counted_as_another_process():
     # A process measuring itself while it computes would otherwise always find the machine
     # busy and drop to one thread.
-    code = ("import os, json, threading, time; from builders.core import cpus\n"
+    code = ("import os, json, threading, time; from factprobe.core import cpus\n"
             "stop = False\n"
             "def spin():\n"
             "    while not stop: sum(range(1000))\n"
@@ -89,7 +89,7 @@ def test_own_use_is_not_counted_as_another_process():
     spinning = json.loads(subprocess.run([sys.executable, "-c", pin + code], capture_output=True,
                                          text=True, check=True).stdout)
     idle = json.loads(subprocess.run(
-        [sys.executable, "-c", pin + "import json; from builders.core import cpus; "
+        [sys.executable, "-c", pin + "import json; from factprobe.core import cpus; "
          "print(json.dumps(cpus.busy_cores(0.5)))"], capture_output=True, text=True,
         check=True).stdout)
     assert spinning is not None and idle is not None

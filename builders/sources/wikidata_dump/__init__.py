@@ -11,6 +11,6 @@ Parquet shards kept in a :mod:`.workdir`; :mod:`.join` joins the shards with Duc
 ``factprobe build`` commands write. Those are imported where used, so that reading the
 options (the command line does) loads none of the readers.
 """
-from builders.sources.wikidata_dump.options import DumpOptions
+from factprobe.builders.sources.wikidata_dump.options import DumpOptions
 
 __all__ = ["DumpOptions"]

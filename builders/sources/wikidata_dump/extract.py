@@ -6,8 +6,8 @@ language and the properties asked for).
 """
 from __future__ import annotations
 
-from builders.sources.wikidata_dump.rows import Piece, PieceStats, Rows
-from builders.sources.wikidata_dump.spec import ExtractSpec
+from factprobe.builders.sources.wikidata_dump.rows import Piece, PieceStats, Rows
+from factprobe.builders.sources.wikidata_dump.spec import ExtractSpec
 
 _READERS: dict[ExtractSpec, object] = {}
 
@@ -16,10 +16,10 @@ def reader_for(spec: ExtractSpec):
     reader = _READERS.get(spec)
     if reader is None:
         if spec.syntax == "json":
-            from builders.sources.wikidata_dump.json_lines import EntityReader
+            from factprobe.builders.sources.wikidata_dump.json_lines import EntityReader
             reader = EntityReader(spec)
         else:
-            from builders.sources.wikidata_dump.ntriples import TriplesReader
+            from factprobe.builders.sources.wikidata_dump.ntriples import TriplesReader
             reader = TriplesReader(spec)
         _READERS[spec] = reader
     return reader

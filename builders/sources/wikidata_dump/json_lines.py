@@ -21,9 +21,9 @@ from typing import Any
 
 import msgspec
 
-from builders.sources.wikidata_dump.rows import DumpLineError, PieceStats, Rows
-from builders.sources.wikidata_dump.spec import ExtractSpec
-from builders.sources.wikidata_dump.values import entity_id, rdf_value
+from factprobe.builders.sources.wikidata_dump.rows import DumpLineError, PieceStats, Rows
+from factprobe.builders.sources.wikidata_dump.spec import ExtractSpec
+from factprobe.builders.sources.wikidata_dump.values import entity_id, rdf_value
 
 
 # gc=False: decoded entities hold no cycles, and untracked structs spare the collector a walk

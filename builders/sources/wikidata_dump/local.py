@@ -12,12 +12,12 @@ from concurrent.futures import Future, ProcessPoolExecutor
 
 from tqdm import tqdm
 
-from builders.core.errors import UserError
-from builders.sources.wikidata_dump.extract import extract
-from builders.sources.wikidata_dump.rows import DumpLineError, PieceStats, concat_pieces
-from builders.sources.wikidata_dump.spec import ExtractSpec
-from builders.sources.wikidata_dump.stream import DumpFile, batches, open_stream
-from builders.sources.wikidata_dump.workdir import ShardWriter, WorkDir
+from factprobe.core.errors import UserError
+from factprobe.builders.sources.wikidata_dump.extract import extract
+from factprobe.builders.sources.wikidata_dump.rows import DumpLineError, PieceStats, concat_pieces
+from factprobe.builders.sources.wikidata_dump.spec import ExtractSpec
+from factprobe.builders.sources.wikidata_dump.stream import DumpFile, batches, open_stream
+from factprobe.builders.sources.wikidata_dump.workdir import ShardWriter, WorkDir
 
 
 def line_error(dump: DumpFile, line: int, reason: str) -> UserError:

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import pyoxigraph as ox
 
-from builders.sources.iris import RDFS, SCHEMA, SKOS, WD, WDT, is_wikidata_id
-from builders.sources.wikidata_dump.rows import DumpLineError, PieceStats, Rows
-from builders.sources.wikidata_dump.spec import ExtractSpec
-from builders.sources.wikidata_dump.values import IRI, iri_id, literal_term
+from factprobe.builders.sources.iris import RDFS, SCHEMA, SKOS, WD, WDT, is_wikidata_id
+from factprobe.builders.sources.wikidata_dump.rows import DumpLineError, PieceStats, Rows
+from factprobe.builders.sources.wikidata_dump.spec import ExtractSpec
+from factprobe.builders.sources.wikidata_dump.values import IRI, iri_id, literal_term
 
 GENID = "http://www.wikidata.org/.well-known/genid/"   # "unknown value" in current dumps
 # The dump's header names its date: wikibase:Dump schema:dateModified "..."^^xsd:dateTime.

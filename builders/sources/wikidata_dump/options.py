@@ -33,11 +33,11 @@ class DumpOptions:
     def decompress_threads(self) -> int:
         """Every free core by default: indexed_bzip2 and rapidgzip decode ahead on their own
         threads while the main process parses. A core another process keeps busy is left out
-        (builders.core.cpus): a decoder thread that waits for it wastes more than it decodes
+        (factprobe.core.cpus): a decoder thread that waits for it wastes more than it decodes
         (docs/benchmarks.md has figures for both)."""
         if self.threads:
             return self.threads
-        from builders.core.cpus import choose_threads
+        from factprobe.core.cpus import choose_threads
         # decoder threads change no byte of the output, so they may follow the load
         return choose_threads("auto").threads
 

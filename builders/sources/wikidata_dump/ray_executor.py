@@ -17,20 +17,20 @@ import tempfile
 
 from tqdm import tqdm
 
-from builders.core import jsonsafe
-from builders.core.errors import UserError
-from builders.sources.wikidata_dump.extract import extract
-from builders.sources.wikidata_dump.local import line_error
-from builders.sources.wikidata_dump.rows import DumpLineError, PieceStats
-from builders.sources.wikidata_dump.spec import ExtractSpec
-from builders.sources.wikidata_dump.stream import (
+from factprobe.core import jsonsafe
+from factprobe.core.errors import UserError
+from factprobe.builders.sources.wikidata_dump.extract import extract
+from factprobe.builders.sources.wikidata_dump.local import line_error
+from factprobe.builders.sources.wikidata_dump.rows import DumpLineError, PieceStats
+from factprobe.builders.sources.wikidata_dump.spec import ExtractSpec
+from factprobe.builders.sources.wikidata_dump.stream import (
     DumpFile,
     batches,
     build_index,
     open_stream,
     seek_line_start,
 )
-from builders.sources.wikidata_dump.workdir import WorkDir, dump_key
+from factprobe.builders.sources.wikidata_dump.workdir import WorkDir, dump_key
 
 
 def _import_ray():

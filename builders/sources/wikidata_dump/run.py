@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from builders.core.errors import UserError
-from builders.core.tables import file_sha256
-from builders.sources.wikidata_dump.options import DECOMPRESSORS, EXECUTORS, DumpOptions
-from builders.sources.wikidata_dump.rows import PieceStats
-from builders.sources.wikidata_dump.spec import ExtractSpec
-from builders.sources.wikidata_dump.stream import DumpFile
-from builders.sources.wikidata_dump.workdir import WorkDir
+from factprobe.core.errors import UserError
+from factprobe.core.tables import file_sha256
+from factprobe.builders.sources.wikidata_dump.options import DECOMPRESSORS, EXECUTORS, DumpOptions
+from factprobe.builders.sources.wikidata_dump.rows import PieceStats
+from factprobe.builders.sources.wikidata_dump.spec import ExtractSpec
+from factprobe.builders.sources.wikidata_dump.stream import DumpFile
+from factprobe.builders.sources.wikidata_dump.workdir import WorkDir
 
 _DATED_NAME = re.compile(r"(?<!\d)(\d{4})(\d{2})(\d{2})(?!\d)")
 
@@ -75,7 +75,7 @@ def _check(opts: DumpOptions) -> None:
 def work_root(opts: DumpOptions) -> Path:
     if opts.work_root:
         return Path(opts.work_root)
-    from builders.core.cache import default_cache_dir
+    from factprobe.core.cache import default_cache_dir
     return default_cache_dir() / "wikidata-dump"
 
 
@@ -100,12 +100,12 @@ def extracted(dump: DumpFile, spec: ExtractSpec, opts: DumpOptions, progress: bo
                       f"from {work.path}", file=sys.stderr, flush=True)
             threads = opts.decompress_threads()
             if opts.executor == "ray":
-                from builders.sources.wikidata_dump.ray_executor import read_ray
+                from factprobe.builders.sources.wikidata_dump.ray_executor import read_ray
                 stats, shards = read_ray(dump, spec, work, shard_bytes=shard_bytes,
                                          batch_bytes=batch_bytes, address=opts.ray_address,
                                          threads=threads, progress=progress)
             else:
-                from builders.sources.wikidata_dump.local import read_local
+                from factprobe.builders.sources.wikidata_dump.local import read_local
                 stats, shards = read_local(dump, spec, work, shard_bytes=shard_bytes,
                                            batch_bytes=batch_bytes,
                                            workers=opts.parser_workers(), threads=threads,

@@ -6,7 +6,7 @@ import json
 import re
 from dataclasses import asdict, dataclass
 
-from builders.core.errors import UserError
+from factprobe.core.errors import UserError
 
 _PID = re.compile(r"^P[1-9][0-9]*$")
 # Bumped whenever what a shard holds changes, so that shards of an older factprobe are never

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from builders.core import jsonsafe
-from builders.core.errors import UserError
+from factprobe.core import jsonsafe
+from factprobe.core.errors import UserError
 
 MAGIC = {b"BZh": "bz2", b"\x1f\x8b": "gzip"}
 READ_SIZE = 4 << 20

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pandas as pd
 import pyarrow as pa
 
-from builders.sources.graph import checked_lang
-from builders.sources.wikidata_dump import join
-from builders.sources.wikidata_dump.options import DumpOptions, cores
-from builders.sources.wikidata_dump.run import extracted
-from builders.sources.wikidata_dump.spec import ExtractSpec
-from builders.sources.wikidata_dump.stream import detect
+from factprobe.builders.sources.graph import checked_lang
+from factprobe.builders.sources.wikidata_dump import join
+from factprobe.builders.sources.wikidata_dump.options import DumpOptions, cores
+from factprobe.builders.sources.wikidata_dump.run import extracted
+from factprobe.builders.sources.wikidata_dump.spec import ExtractSpec
+from factprobe.builders.sources.wikidata_dump.stream import detect
 
 
 def dump_aliases(path: str, ids: list[str], lang: str, options: DumpOptions = DumpOptions(),

@@ -14,16 +14,16 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
-from builders.core.errors import UserError
-from builders.datasets.facts import SourceResult
-from builders.sources.common import natural_key
-from builders.sources.graph import checked_lang, literal_label
-from builders.sources.iris import WDT, XSD, compact
-from builders.sources.wikidata_dump import join
-from builders.sources.wikidata_dump.options import DumpOptions, cores
-from builders.sources.wikidata_dump.run import extracted
-from builders.sources.wikidata_dump.spec import ExtractSpec, property_ids
-from builders.sources.wikidata_dump.stream import detect
+from factprobe.core.errors import UserError
+from factprobe.builders.datasets.facts import SourceResult
+from factprobe.builders.sources.common import natural_key
+from factprobe.builders.sources.graph import checked_lang, literal_label
+from factprobe.builders.sources.iris import WDT, XSD, compact
+from factprobe.builders.sources.wikidata_dump import join
+from factprobe.builders.sources.wikidata_dump.options import DumpOptions, cores
+from factprobe.builders.sources.wikidata_dump.run import extracted
+from factprobe.builders.sources.wikidata_dump.spec import ExtractSpec, property_ids
+from factprobe.builders.sources.wikidata_dump.stream import detect
 
 TAG = "wikidata-dump"
 

@@ -1,6 +1,6 @@
 """``build nobel --source wikidata-dump``: the Nobel laureates from the JSON dump.
 
-The same model as the SPARQL builder (:mod:`builders.datasets.nobel`): a laureate holds an award
+The same model as the SPARQL builder (:mod:`factprobe.builders.datasets.nobel`): a laureate holds an award
 statement (``p:P166`` / ``ps:P166``, any rank, as ``p:`` links every statement) whose value is
 an instance or subclass of a subclass* of Nobel Prize (``wd:Q7191``), dated by the statement's
 ``pq:P585`` qualifier; birth (``wdt:P569``) and gender (``wdt:P21``) are truthy values. The
@@ -12,15 +12,15 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-from builders.core.errors import UserError
-from builders.datasets.nobel import NobelConfig, write_nobel, year_of
-from builders.sources.graph import checked_lang
-from builders.sources.iris import PQ, PS, WD, WDT, WELL_KNOWN, P, is_wikidata_id, resolve
-from builders.sources.wikidata_dump import join
-from builders.sources.wikidata_dump.options import DumpOptions, cores
-from builders.sources.wikidata_dump.run import extracted
-from builders.sources.wikidata_dump.spec import ExtractSpec
-from builders.sources.wikidata_dump.stream import detect
+from factprobe.core.errors import UserError
+from factprobe.builders.datasets.nobel import NobelConfig, write_nobel, year_of
+from factprobe.builders.sources.graph import checked_lang
+from factprobe.builders.sources.iris import PQ, PS, WD, WDT, WELL_KNOWN, P, is_wikidata_id, resolve
+from factprobe.builders.sources.wikidata_dump import join
+from factprobe.builders.sources.wikidata_dump.options import DumpOptions, cores
+from factprobe.builders.sources.wikidata_dump.run import extracted
+from factprobe.builders.sources.wikidata_dump.spec import ExtractSpec
+from factprobe.builders.sources.wikidata_dump.stream import detect
 
 TAG = "wikidata-dump"
 _NS = {"award_statement": (P, "p:P166"), "award_value": (PS, "ps:P166"),

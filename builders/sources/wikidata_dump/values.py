@@ -24,7 +24,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from urllib.parse import quote
 
-from builders.sources.iris import RDF, WD, XSD, is_wikidata_id
+from factprobe.builders.sources.iris import RDF, WD, XSD, is_wikidata_id
 
 IRI, LITERAL = "iri", "literal"
 XSD_DATETIME = XSD + "dateTime"
@@ -44,7 +44,7 @@ Term = tuple  # (kind, value, datatype or None, lang or None)
 
 def entity_id(eid: str) -> str:
     """The id the SPARQL source gives an entity: ``Q42`` / ``P31`` bare, anything else (lexemes,
-    forms, senses, entity schemas) as its full ``wd:`` IRI, as :func:`builders.sources.iris.compact` does.
+    forms, senses, entity schemas) as its full ``wd:`` IRI, as :func:`factprobe.builders.sources.iris.compact` does.
 
     >>> entity_id("Q42"), entity_id("L7")
     ('Q42', 'http://www.wikidata.org/entity/L7')

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from builders.core import jsonsafe
-from builders.core.errors import UserError
-from builders.sources.wikidata_dump.rows import TABLES, Piece, PieceStats
-from builders.sources.wikidata_dump.spec import ExtractSpec
-from builders.sources.wikidata_dump.stream import DumpFile
+from factprobe.core import jsonsafe
+from factprobe.core.errors import UserError
+from factprobe.builders.sources.wikidata_dump.rows import TABLES, Piece, PieceStats
+from factprobe.builders.sources.wikidata_dump.spec import ExtractSpec
+from factprobe.builders.sources.wikidata_dump.stream import DumpFile
 
 MARKER = "factprobe-dump-work.json"
 
@@ -113,7 +113,7 @@ class ShardWriter:
         self.work, self.shard = work, shard
         self.stats = PieceStats()
         self.paths = {name: work._file(shard, name) for name in TABLES}
-        # The same writer options as builders.core.tables.write_parquet, for the same reasons.
+        # The same writer options as factprobe.core.tables.write_parquet, for the same reasons.
         self.writers = {name: pq.ParquetWriter(
             path.with_name(path.name + ".partial"), schema, compression="zstd",
             compression_level=3, use_dictionary=True, write_statistics=True, version="2.6")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from builders.core.errors import UserError
-from evaluators.metrics import belief as B
-from evaluators.metrics.suite import (
+from factprobe.core.errors import UserError
+from factprobe.evaluators.metrics import belief as B
+from factprobe.evaluators.metrics.suite import (
     OPTIONS,
     VALIDITY_HEADLINES,
     Headline,
@@ -15,7 +15,7 @@ from evaluators.metrics.suite import (
     cfg_value,
     need_stage,
 )
-from evaluators.metrics.validity import validity
+from factprobe.evaluators.metrics.validity import validity
 
 
 def check_templates(rows: pd.DataFrame, method: str) -> None:

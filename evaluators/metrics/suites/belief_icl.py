@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from builders.core.errors import UserError
-from evaluators.metrics import belief as B
-from evaluators.metrics import belief_icl as BI
-from evaluators.metrics import lemmas
-from evaluators.metrics.suite import (
+from factprobe.core.errors import UserError
+from factprobe.evaluators.metrics import belief as B
+from factprobe.evaluators.metrics import belief_icl as BI
+from factprobe.evaluators.metrics import lemmas
+from factprobe.evaluators.metrics.suite import (
     OPTIONS,
     Headline,
     MethodMetrics,
@@ -16,8 +16,8 @@ from evaluators.metrics.suite import (
     cfg_value,
     need_stage,
 )
-from evaluators.metrics.suites import belief
-from evaluators.metrics.validity import validity
+from factprobe.evaluators.metrics.suites import belief
+from factprobe.evaluators.metrics.validity import validity
 
 
 def belief_icl_rows(outputs: pd.DataFrame, mode: str = "contiguous") -> pd.DataFrame:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from evaluators.metrics import monitor as MO
-from evaluators.metrics.suite import (
+from factprobe.evaluators.metrics import monitor as MO
+from factprobe.evaluators.metrics.suite import (
     OPTIONS,
     VALIDITY_HEADLINES,
     Headline,
@@ -14,7 +14,7 @@ from evaluators.metrics.suite import (
     MetricsOptions,
     need_stage,
 )
-from evaluators.metrics.validity import validity
+from factprobe.evaluators.metrics.validity import validity
 
 
 def monitor_metrics(outputs: pd.DataFrame, planted: dict | None, cfg, *,

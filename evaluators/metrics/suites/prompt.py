@@ -7,9 +7,9 @@ import dataclasses
 
 import pandas as pd
 
-from evaluators.metrics import zp_lke as Z
-from evaluators.metrics.suite import OPTIONS, MetricsOptions
-from evaluators.metrics.suites import zp_lke
+from factprobe.evaluators.metrics import zp_lke as Z
+from factprobe.evaluators.metrics.suite import OPTIONS, MetricsOptions
+from factprobe.evaluators.metrics.suites import zp_lke
 
 SUMMARY_KEYS = ("value", "ci_low", "ci_high", "n")
 

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from builders.core.markdown import slug
-from evaluators.metrics.suite import MetricsOptions
-from evaluators.metrics.validity import FAMILIARITY_MARGIN
-from evaluators.report.html.details import DETAILS
-from evaluators.report.html.facts import (
+from factprobe.core.markdown import slug
+from factprobe.evaluators.metrics.suite import MetricsOptions
+from factprobe.evaluators.metrics.validity import FAMILIARITY_MARGIN
+from factprobe.evaluators.report.html.details import DETAILS
+from factprobe.evaluators.report.html.facts import (
     _num,
     dataset_info,
     fact_results,
@@ -20,15 +20,15 @@ from evaluators.report.html.facts import (
     own_rows,
     planted_status,
 )
-from evaluators.report.markdown import (
+from factprobe.evaluators.report.markdown import (
     fmt,
     null_flag,
     planted_warnings,
     shuffle_flag,
     subject_flag,
 )
-from evaluators.report.runs import Run
-from evaluators.report.tables import setting_name_s
+from factprobe.evaluators.report.runs import Run
+from factprobe.evaluators.report.tables import setting_name_s
 
 
 @dataclass(frozen=True)

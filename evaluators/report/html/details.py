@@ -19,13 +19,13 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from evaluators.metrics import belief as B
-from evaluators.metrics import belief_icl as BI
-from evaluators.metrics import lemmas
-from evaluators.metrics import monitor as MO
-from evaluators.metrics import zp_lke as Z
-from evaluators.metrics.suite import MetricsOptions, cfg_value
-from evaluators.report.html.facts import _num
+from factprobe.evaluators.metrics import belief as B
+from factprobe.evaluators.metrics import belief_icl as BI
+from factprobe.evaluators.metrics import lemmas
+from factprobe.evaluators.metrics import monitor as MO
+from factprobe.evaluators.metrics import zp_lke as Z
+from factprobe.evaluators.metrics.suite import MetricsOptions, cfg_value
+from factprobe.evaluators.report.html.facts import _num
 
 Details = tuple[dict[str, dict], dict[str, dict[str, float | None]]]
 

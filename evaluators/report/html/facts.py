@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from builders.core import jsonsafe
-from builders.core.tables import file_sha256
-from evaluators.report.runs import Run
-from probes.subject_blind import split_passes
+from factprobe.core import jsonsafe
+from factprobe.core.tables import file_sha256
+from factprobe.evaluators.report.runs import Run
+from factprobe.probes.subject_blind import split_passes
 
 
 @dataclass

@@ -16,9 +16,9 @@ import shutil
 from importlib import resources
 from pathlib import Path
 
-from evaluators.metrics.suite import MetricsOptions
-from evaluators.report.html.bundle import overview, relation_files
-from evaluators.report.runs import Run
+from factprobe.evaluators.metrics.suite import MetricsOptions
+from factprobe.evaluators.report.html.bundle import overview, relation_files
+from factprobe.evaluators.report.runs import Run
 
 SCRIPTS = ("common.js", "overview.js", "explore.js")       # inlined in this order
 VENDOR = ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js",
@@ -57,7 +57,7 @@ def to_json(obj) -> str:
 
 
 def _static(name: str) -> str:
-    return resources.files("evaluators.report.html").joinpath("static", name).read_text(
+    return resources.files("factprobe.evaluators.report.html").joinpath("static", name).read_text(
         encoding="utf-8")
 
 
@@ -70,7 +70,7 @@ def write_html(out: Path, runs: list[Run], board, rel_table, val_table, notes: l
     written = []
     vendor = out / "explorer" / "vendor"
     vendor.mkdir(parents=True, exist_ok=True)
-    src = resources.files("evaluators.report.html").joinpath("vendor")
+    src = resources.files("factprobe.evaluators.report.html").joinpath("vendor")
     for name in VENDOR:
         with resources.as_file(src.joinpath(name)) as f:
             shutil.copyfile(f, vendor / name)

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from builders.core.cache import ResponseCache, request_key
-from builders.core.errors import UserError
-from builders.core.retry import RetryPolicy
+from factprobe.core.cache import ResponseCache, request_key
+from factprobe.core.errors import UserError
+from factprobe.core.retry import RetryPolicy
 
 
 def has_text(payload) -> str | None:

@@ -1,4 +1,4 @@
-"""builders/core/outdir.py and builders/core/swap.py in process: markers, refusals, the swap on both of
+"""factprobe/core/outdir.py and factprobe/core/swap.py in process: markers, refusals, the swap on both of
 its paths, and recovery from every state a killed writer can leave (the command-line contract
 and real kills are in tests/contract/)."""
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from builders.core import outdir, swap, writer
-from builders.core.errors import UserError
-from builders.core.outdir import atomic_folder, contents, out_policy, prepare, recover, stamp
+from factprobe.core import outdir, swap, writer
+from factprobe.core.errors import UserError
+from factprobe.core.outdir import atomic_folder, contents, out_policy, prepare, recover, stamp
 
 
 def _write(out: Path, text: str, kind: str = "dataset", subkind: str = "facts", **kw) -> Path:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from builders.core import provenance as prov
-from builders.core.tables import file_sha256
-from evaluators.cli.app import main
+from factprobe.core import provenance as prov
+from factprobe.core.tables import file_sha256
+from factprobe.cli.app import main
 from tests.chain_datasets import TEMPLATES_DIR, build_chain
 from tests.conftest import WIKIDATA_MINI
 
@@ -62,9 +62,9 @@ def test_derived_datasets_record_what_they_read(chain):
 
 
 def test_nobel_records_its_graph(tmp_path):
-    from builders.datasets.nobel import NobelConfig, NobelModel, build_nobel
-    from builders.sources.iris import WELL_KNOWN
-    from builders.sources.sparql import LocalGraph
+    from factprobe.builders.datasets.nobel import NobelConfig, NobelModel, build_nobel
+    from factprobe.builders.sources.iris import WELL_KNOWN
+    from factprobe.builders.sources.sparql import LocalGraph
     p = yaml.safe_load((ROOT / "params.yaml").read_text())["nobel"]
     model = NobelModel(award_statement=p["award_statement"], award_value=p["award_value"],
                        award_time=p["award_time"], birth=p["birth_property"],

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from builders.core import redact
-from builders.core.cache import request_key
+from factprobe.core import redact
+from factprobe.core.cache import request_key
 
 
 @pytest.mark.parametrize("url", [

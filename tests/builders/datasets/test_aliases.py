@@ -7,9 +7,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from builders.core.errors import UserError
-from builders.datasets.aliases import AliasConfig, build_aliases
-from builders.datasets.build_facts import FactsConfig, build_facts
+from factprobe.core.errors import UserError
+from factprobe.builders.datasets.aliases import AliasConfig, build_aliases
+from factprobe.builders.datasets.build_facts import FactsConfig, build_facts
 from tests.conftest import WIKIDATA_MINI
 from tests.wbapi_server import FakeWikidataApi
 

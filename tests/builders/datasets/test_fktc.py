@@ -7,11 +7,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from builders.core.errors import UserError
-from builders.datasets.fktc import FktcConfig, build_fktc
-from builders.datasets.fktc_import import FktcImportConfig, import_fktc
-from builders.templates.files import question_text
-from builders.templates.filters import bleu_similarity
+from factprobe.core.errors import UserError
+from factprobe.builders.datasets.fktc import FktcConfig, build_fktc
+from factprobe.builders.datasets.fktc_import import FktcImportConfig, import_fktc
+from factprobe.builders.templates.files import question_text
+from factprobe.builders.templates.filters import bleu_similarity
 from tests.evaluators.cli.test_cli import assert_user_error, run
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -9,10 +9,10 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from builders.core.errors import UserError
-from builders.core.tables import base_manifest, write_dataset
-from builders.datasets.facts import SourceResult, assemble_facts
-from builders.datasets.mc import MCConfig, build_mc
+from factprobe.core.errors import UserError
+from factprobe.core.tables import base_manifest, write_dataset
+from factprobe.builders.datasets.facts import SourceResult, assemble_facts
+from factprobe.builders.datasets.mc import MCConfig, build_mc
 
 
 def make_facts(folder, seed=0):

@@ -8,8 +8,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from builders.core.tables import read_table
-from builders.datasets.misprimes import MisprimeConfig, build_misprimes, draw_negatives
+from factprobe.core.tables import read_table
+from factprobe.builders.datasets.misprimes import MisprimeConfig, build_misprimes, draw_negatives
 from tests.evaluators.cli.test_cli import assert_user_error, run
 from tests.small_graph import write_small_graph
 

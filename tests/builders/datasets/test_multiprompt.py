@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 
-from builders.datasets.multiprompt import MultipromptConfig, build_multiprompt
-from builders.templates.paraphrase import TemplatesConfig, build_templates
+from factprobe.builders.datasets.multiprompt import MultipromptConfig, build_multiprompt
+from factprobe.builders.templates.paraphrase import TemplatesConfig, build_templates
 from tests.evaluators.cli.test_cli import assert_user_error, run
 from tests.small_graph import write_small_graph, write_templates
 

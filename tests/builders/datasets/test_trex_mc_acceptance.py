@@ -53,7 +53,7 @@ def expected_relations(df: pd.DataFrame, choices=100, min_facts=500, min_objects
 
 
 def cli(*args):
-    proc = subprocess.run([sys.executable, "-m", "evaluators.cli.app", *args, "--quiet"], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "factprobe.cli.app", *args, "--quiet"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from builders.core.tables import base_manifest, file_sha256
-from builders.publish.card import KINDS, CardOptions, tags, title
-from builders.publish.citations import PAPERS, bibtex_fields
-from builders.publish.export import export_hub_folder
+from factprobe.core.tables import base_manifest, file_sha256
+from factprobe.builders.publish.card import KINDS, CardOptions, tags, title
+from factprobe.builders.publish.citations import PAPERS, bibtex_fields
+from factprobe.builders.publish.export import export_hub_folder
 from tests.builders.publish.test_publish import (
     _expected_splits,
     assert_one_line_exit_2,
@@ -109,7 +109,7 @@ def test_every_paper_entry_is_complete():
 
 
 def test_kinds_cite_the_papers_of_the_methods_that_read_them():
-    from evaluators.methods import METHODS
+    from factprobe.evaluators.methods import METHODS
     probe_papers = {m.probe.citation for m in METHODS.values()}
     served = {p for kind in KINDS.values() for p in kind.papers}
     assert served == probe_papers == set(PAPERS)

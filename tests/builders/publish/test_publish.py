@@ -15,14 +15,14 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from builders.core.errors import UserError
-from builders.core.open import open_dataset
-from builders.core.tables import base_manifest, read_table, write_dataset
-from builders.datasets.build_facts import FactsConfig, build_facts
-from builders.datasets.mc import MCConfig, build_mc
-from builders.publish.card import CardOptions, default_license
-from builders.publish.export import LAYOUT_FILE, export_hub_folder, read_layout
-from builders.publish.upload import PublishConfig, publish
+from factprobe.core.errors import UserError
+from factprobe.builders.open import open_dataset
+from factprobe.core.tables import base_manifest, read_table, write_dataset
+from factprobe.builders.datasets.build_facts import FactsConfig, build_facts
+from factprobe.builders.datasets.mc import MCConfig, build_mc
+from factprobe.builders.publish.card import CardOptions, default_license
+from factprobe.builders.publish.export import LAYOUT_FILE, export_hub_folder, read_layout
+from factprobe.builders.publish.upload import PublishConfig, publish
 from tests.conftest import WIKIDATA_MINI
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -218,7 +218,7 @@ def test_hf_spec_downloads_a_snapshot_and_converts_it(built, tmp_path, monkeypat
 def test_build_commands_read_facts_from_hf(built, tmp_path, monkeypatch, command, flags):
     """Every build command's --facts goes through the one input resolver: hf://ORG/NAME gives
     the bytes the local folder gives."""
-    from evaluators.cli.app import main
+    from factprobe.cli.app import main
     snapshot = tmp_path / "snapshots" / ("facade" * 6 + "cafe")
     export_hub_folder(built["facts"], snapshot, CardOptions(repo_id="my-org/facts"))
     monkeypatch.setattr("huggingface_hub.snapshot_download", lambda repo_id, **kw: str(snapshot))
@@ -306,7 +306,7 @@ def test_hub_http_errors_are_one_line_without_the_token(built, monkeypatch, stat
 def run_cli(*args: str, env: dict, cwd: Path) -> subprocess.CompletedProcess:
     full = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
     full.update(env)
-    return subprocess.run([sys.executable, "-m", "evaluators.cli.app", *args], cwd=cwd, env=full,
+    return subprocess.run([sys.executable, "-m", "factprobe.cli.app", *args], cwd=cwd, env=full,
                           capture_output=True, text=True, timeout=180)
 
 
@@ -386,7 +386,7 @@ def test_cli_bad_repo_id(built, tmp_path, hf_home):
 def test_card_names_every_kind_of_source(source, needles, license_id):
     from huggingface_hub import DatasetCard
 
-    from builders.publish.card import RepoVersion, render_card
+    from factprobe.builders.publish.card import RepoVersion, render_card
     manifest = base_manifest("x", "mc", {"type": "facts", "facts_dataset": "f",
                                          "facts_sha256": "beef", "facts_source": source},
                              {"choices": 4}, {"chance": 0.25})

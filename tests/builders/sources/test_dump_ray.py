@@ -7,8 +7,8 @@ import bz2
 
 import pytest
 
-from builders.core.errors import UserError
-from builders.sources.wikidata_dump import DumpOptions
+from factprobe.core.errors import UserError
+from factprobe.builders.sources.wikidata_dump import DumpOptions
 from tests.dump_world import dump_facts, write_world
 
 ray = pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'factprobe[ray]'")

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from builders.core.errors import UserError
-from builders.sources.wikidata_dump import DumpOptions
-from builders.sources.wikidata_dump.values import canonical_decimal
+from factprobe.core.errors import UserError
+from factprobe.builders.sources.wikidata_dump import DumpOptions
+from factprobe.builders.sources.wikidata_dump.values import canonical_decimal
 from tests import wikidata_dump_fixture as fx
 from tests.dump_world import dump_facts, write_world
 from tests.wikidata_dump_synthetic import write_synthetic
@@ -106,7 +106,7 @@ def test_resume_after_a_kill(tmp_path):
     dump = tmp_path / "big.json.bz2"
     write_synthetic(dump, 6000, seed=3)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "FACTPROBE_CACHE_DIR": str(tmp_path / "cache")}
-    cmd = [sys.executable, "-m", "evaluators.cli.app", "build", "facts", "--source",
+    cmd = [sys.executable, "-m", "factprobe.cli.app", "build", "facts", "--source",
            "wikidata-dump", "--path", str(dump), "--relations", "P19,P27,P31",
            "--shard-mb", "1", "--threads", "1", "--out", str(tmp_path / "out")]
     work = tmp_path / "cache" / "wikidata-dump"

@@ -8,13 +8,13 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from builders.core.errors import UserError
-from builders.datasets.aliases import AliasConfig, build_aliases
-from builders.datasets.nobel import NobelConfig, build_nobel
-from builders.sources.iris import WELL_KNOWN
-from builders.sources.sparql import HttpEndpoint
-from builders.sources.wikidata_dump import DumpOptions
-from builders.sources.wikidata_dump.to_nobel import nobel_from_dump
+from factprobe.core.errors import UserError
+from factprobe.builders.datasets.aliases import AliasConfig, build_aliases
+from factprobe.builders.datasets.nobel import NobelConfig, build_nobel
+from factprobe.builders.sources.iris import WELL_KNOWN
+from factprobe.builders.sources.sparql import HttpEndpoint
+from factprobe.builders.sources.wikidata_dump import DumpOptions
+from factprobe.builders.sources.wikidata_dump.to_nobel import nobel_from_dump
 from tests.conftest import oxigraph_serving
 from tests.dump_world import RELATIONS, dump_facts, sparql_facts, table, write_world
 
@@ -157,8 +157,8 @@ def test_unknown_relation_and_language(world, tmp_path):
 
 
 def test_card_names_the_dump_and_its_date(world, tmp_path):
-    from builders.publish.card import default_license
-    from builders.publish.card_sections import source_lines
+    from factprobe.builders.publish.card import default_license
+    from factprobe.builders.publish.card_sections import source_lines
     out = dump_facts(world["files"]["json.bz2"], tmp_path / "o", tmp_path / "w")
     manifest = _manifest(out)
     lines = "\n".join(source_lines(manifest["source"]))
@@ -174,7 +174,7 @@ def test_command_line_reads_dumps(world, tmp_path):
     env = {**os.environ, "FACTPROBE_CACHE_DIR": str(tmp_path / "cache")}
 
     def cli(*args):
-        proc = subprocess.run([sys.executable, "-m", "evaluators.cli.app", *args, "--quiet"],
+        proc = subprocess.run([sys.executable, "-m", "factprobe.cli.app", *args, "--quiet"],
                               capture_output=True, text=True, env=env, timeout=300)
         assert proc.returncode == 0, proc.stderr
 

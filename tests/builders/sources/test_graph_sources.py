@@ -8,12 +8,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from builders.core.errors import UserError
-from builders.core.retry import RetryPolicy
-from builders.datasets.build_facts import FactsConfig, build_facts
-from builders.datasets.nobel import NobelConfig, build_nobel
-from builders.sources.iris import WELL_KNOWN
-from builders.sources.sparql import HttpEndpoint, LocalGraph
+from factprobe.core.errors import UserError
+from factprobe.core.retry import RetryPolicy
+from factprobe.builders.datasets.build_facts import FactsConfig, build_facts
+from factprobe.builders.datasets.nobel import NobelConfig, build_nobel
+from factprobe.builders.sources.iris import WELL_KNOWN
+from factprobe.builders.sources.sparql import HttpEndpoint, LocalGraph
 from tests.conftest import WIKIDATA_MINI
 
 

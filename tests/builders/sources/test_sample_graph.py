@@ -8,10 +8,10 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from builders.datasets.build_facts import FactsConfig, build_facts
-from builders.datasets.nobel import NobelConfig, NobelModel, build_nobel
-from builders.sources.iris import WELL_KNOWN
-from builders.sources.sparql import LocalGraph
+from factprobe.builders.datasets.build_facts import FactsConfig, build_facts
+from factprobe.builders.datasets.nobel import NobelConfig, NobelModel, build_nobel
+from factprobe.builders.sources.iris import WELL_KNOWN
+from factprobe.builders.sources.sparql import LocalGraph
 
 ROOT = Path(__file__).resolve().parents[3]
 PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())

@@ -6,10 +6,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from builders.core.errors import UserError
-from builders.core.tables import file_sha256
-from builders.datasets.facts import assemble_facts
-from builders.sources.csv_triples import read_csv
+from factprobe.core.errors import UserError
+from factprobe.core.tables import file_sha256
+from factprobe.builders.datasets.facts import assemble_facts
+from factprobe.builders.sources.csv_triples import read_csv
 
 
 def _write(path: Path, text: str) -> Path:

@@ -8,11 +8,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from builders.core.errors import UserError
-from builders.core.tables import file_sha256
-from builders.datasets.facts import assemble_facts
-from builders.sources import trex
-from builders.sources.trex import read_trex
+from factprobe.core.errors import UserError
+from factprobe.core.tables import file_sha256
+from factprobe.builders.datasets.facts import assemble_facts
+from factprobe.builders.sources import trex
+from factprobe.builders.sources.trex import read_trex
 
 
 def _line(sub, obj, pid=None, sub_label=None, obj_label=None, evidences=None) -> dict:

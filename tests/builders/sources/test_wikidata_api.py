@@ -1,4 +1,4 @@
-"""builders.sources.wikidata_api against a real local HTTP server that speaks wbgetentities."""
+"""factprobe.builders.sources.wikidata_api against a real local HTTP server that speaks wbgetentities."""
 from __future__ import annotations
 
 import socket
@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from tests.wbapi_server import FakeWikidataApi, default_entities
 
-from builders.core.errors import UserError
-from builders.core.retry import RetryPolicy
-from builders.sources.wikidata_api import EntityNames, fetch_labels_aliases
+from factprobe.core.errors import UserError
+from factprobe.core.retry import RetryPolicy
+from factprobe.builders.sources.wikidata_api import EntityNames, fetch_labels_aliases
 
 FAST = RetryPolicy(retries=2, backoff_s=0.01)
 CONTACT = "probe-team@example.org"

@@ -10,10 +10,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from builders.core.errors import UserError
-from builders.templates.filters import FilterConfig
-from builders.templates.llm import ChatClient, LLMConfig
-from builders.templates.paraphrase import TemplatesConfig, build_templates
+from factprobe.core.errors import UserError
+from factprobe.builders.templates.filters import FilterConfig
+from factprobe.builders.templates.llm import ChatClient, LLMConfig
+from factprobe.builders.templates.paraphrase import TemplatesConfig, build_templates
 from tests.llm_server import ScriptedChat, user_message
 
 ONE_RELATION = """relation: "ex:capital"

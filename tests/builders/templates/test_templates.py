@@ -9,15 +9,15 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from builders.core.errors import UserError
-from builders.templates.files import (
+from factprobe.core.errors import UserError
+from factprobe.builders.templates.files import (
     STYLES,
     load_template_dir,
     parse_relation_file,
     question_problem,
     question_text,
 )
-from builders.templates.filters import diverse
+from factprobe.builders.templates.filters import diverse
 from tests.evaluators.cli.test_cli import assert_user_error, run
 from tests.llm_server import ScriptedChat
 

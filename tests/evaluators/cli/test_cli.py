@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "evaluators.cli.app", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "factprobe.cli.app", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=120)
 
 

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from builders.core.tables import base_manifest, write_dataset
-from probes.methods.templates_in import load_templates
+from factprobe.core.tables import base_manifest, write_dataset
+from factprobe.probes.methods.templates_in import load_templates
 from tests.evaluators.cli.test_cli import assert_user_error
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "evaluators.cli.app", *args, "--quiet"], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "factprobe.cli.app", *args, "--quiet"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -39,7 +39,7 @@ def test_lpaqa_templates_heaviest_first(tmp_path):
     assert [t.template for t in got] == ["[X] is a native of [Y] .", "[X] was born in [Y] ."]
     assert got[0].relation_id == "P19" and got[0].origin == "mined"
     f.write_text("not json\n")
-    from builders.core.errors import UserError
+    from factprobe.core.errors import UserError
     with pytest.raises(UserError, match="P19.jsonl:1"):
         load_templates(str(f))
 
@@ -76,7 +76,7 @@ def test_bad_input(mc_dir, tiny_causal_dir, tiny_masked_dir, tmp_path, args, nee
 def test_belief_refuses_a_causal_model(tiny_causal_dir, tmp_path):
     import pyarrow as pa
 
-    from builders.templates.files import TEMPLATES_SCHEMA
+    from factprobe.builders.templates.files import TEMPLATES_SCHEMA
     from tests.probes.methods.test_golden_prompts import mp_facts
     folder = tmp_path / "mp"
     templates = pa.table({"template_id": ["cap/m1"], "relation_id": ["cap"],
@@ -111,8 +111,8 @@ def test_plant_writes_a_model_and_its_halves(mc_dir, tmp_path, masked):
     assert len(meta["planted_accuracy"]) == 1
     assert set(meta["frames"]["partial_facts"]) <= planted - (set(facts["fact_id"]) - test_ids)
     assert [p.name for p in tmp_path.iterdir()] == ["planted"]     # no temporary folder left
-    from probes.backends import BackendConfig
-    from probes.backends.loading import load_model
+    from factprobe.probes.backends import BackendConfig
+    from factprobe.probes.backends.loading import load_model
     loaded = load_model(BackendConfig(str(out)), masked=masked)
     assert loaded is not None
 

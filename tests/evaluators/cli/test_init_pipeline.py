@@ -45,7 +45,7 @@ def test_own_repository_from_init_to_report(tmp_path):
     ok(repo, "dvc", "init", "-q")
     write_graph(repo / "langs.ttl")
     write_templates(repo / "templates")
-    ok(repo, sys.executable, "-m", "evaluators.cli", "init", ".", "--path", "langs.ttl",
+    ok(repo, sys.executable, "-m", "factprobe.cli", "init", ".", "--path", "langs.ttl",
        "--relations", "ex:capital,ex:language")
     text = (repo / "dvc.yaml").read_text()
     assert "builders" not in text and "llm-cache\n" not in text and "sample-" not in text

@@ -44,7 +44,7 @@ def test_init_and_repro_plant_a_model_that_learned_its_facts(tmp_path, graph):
     ok(repo, "dvc", "init", "-q")
     write_graph(repo / f"{graph}.ttl", graph)
     write_templates(repo / "templates", graph)
-    ok(repo, sys.executable, "-m", "evaluators.cli", "init", ".", "--path", f"{graph}.ttl")
+    ok(repo, sys.executable, "-m", "factprobe.cli", "init", ".", "--path", f"{graph}.ttl")
     ok(repo, "dvc", "repro")
     for model in ("planted", "planted-mlm"):
         meta = json.loads((repo / "data/models" / model / "planted.json").read_text())

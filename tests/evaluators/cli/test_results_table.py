@@ -1,4 +1,4 @@
-"""What ``factprobe eval`` prints when a run is done (evaluators/cli/results_table.py): golden text
+"""What ``factprobe eval`` prints when a run is done (factprobe/cli/results_table.py): golden text
 from metrics written by hand, and a real run through the command line."""
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from evaluators.cli.results_table import results_text
-from evaluators.methods import METHODS
-from evaluators.metrics.monitor import summary
+from factprobe.cli.results_table import results_text
+from factprobe.evaluators.methods import METHODS
+from factprobe.evaluators.metrics.monitor import summary
 from tests.evaluators import synth
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -99,11 +99,11 @@ def test_monitor_counts_the_facts_its_distances_leave_out():
 def test_eval_prints_the_table_from_its_metrics(tmp_path, tiny_causal_dir):
     import pyarrow as pa
 
-    from builders.core.tables import base_manifest, write_dataset
+    from factprobe.core.tables import base_manifest, write_dataset
     from tests.probes.engine.test_runner import facts_many
     data = write_dataset(tmp_path / "mc", {"facts": pa.Table.from_pandas(
         facts_many(), preserve_index=False)}, base_manifest("mc", "mc", {}, {}, {}))
-    argv = [sys.executable, "-m", "evaluators.cli.app", "eval", "zp-lke", "--dataset",
+    argv = [sys.executable, "-m", "factprobe.cli.app", "eval", "zp-lke", "--dataset",
             str(data), "--model", str(tiny_causal_dir), "--examples", "2",
             "--response-tokens", "0"]
     proc = subprocess.run(argv + ["--out", str(tmp_path / "r")], cwd=ROOT,

@@ -10,8 +10,8 @@ import shutil
 import pandas as pd
 import pytest
 
-from builders.core.tables import base_manifest, dumps_json, write_dataset
-from probes.subject_blind import COLUMN, NULL_SUBJECT
+from factprobe.core.tables import base_manifest, dumps_json, write_dataset
+from factprobe.probes.subject_blind import COLUMN, NULL_SUBJECT
 from tests.evaluators import independent as ind
 from tests.evaluators.cli.test_eval_cli import run
 

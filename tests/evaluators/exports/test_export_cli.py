@@ -8,8 +8,8 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from builders.core.tables import base_manifest, write_dataset
-from evaluators.cli.app import main
+from factprobe.core.tables import base_manifest, write_dataset
+from factprobe.cli.app import main
 from tests.evaluators.exports.test_lm_eval_export import mc_dataset, templates_dir
 
 
@@ -92,7 +92,7 @@ def mc_objects(mc, relation) -> set[str]:
 
 
 def test_numeric_ids_are_written_so_pandas_keeps_them(tmp_path):
-    from evaluators.exports.lm_pub_quiz import file_id
+    from factprobe.exports.lm_pub_quiz import file_id
     assert file_id("1922", "jsonl") == "literal:1922"
     rows = [{"fact_id": f"f{i}", "relation_id": "born", "subject_id": f"s{i}",
              "object_id": str(1900 + i), "subject": f"P{i}", "object": str(1900 + i),

@@ -12,7 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from builders.core.tables import base_manifest, write_dataset
+from factprobe.core.tables import base_manifest, write_dataset
 
 RELATIONS = {"born": ("[X] was born in [Y].", ["1879", "1885", "1867", "1858", "1939", "1901",
                                                "1925", "1910", "1948", "1907"]),
@@ -21,7 +21,7 @@ RELATIONS = {"born": ("[X] was born in [Y].", ["1879", "1885", "1867", "1858", "
 
 
 def cli(*args: str) -> int:
-    from evaluators.cli.app import main
+    from factprobe.cli.app import main
     return main([*args, "--quiet"])
 
 

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from evaluators.cli.app import main
+from factprobe.cli.app import main
 from tests.evaluators.exports.test_lm_eval_export import mc_dataset, templates_dir
 
 

@@ -6,9 +6,9 @@ import math
 
 import pandas as pd
 
-from evaluators.metrics import zp_lke as Z
-from evaluators.metrics.suite import MetricsOptions
-from evaluators.metrics.suites.zp_lke import zp_lke_metrics
+from factprobe.evaluators.metrics import zp_lke as Z
+from factprobe.evaluators.metrics.suite import MetricsOptions
+from factprobe.evaluators.metrics.suites.zp_lke import zp_lke_metrics
 
 
 def two_choice_outputs() -> pd.DataFrame:

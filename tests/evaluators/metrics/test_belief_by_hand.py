@@ -8,9 +8,9 @@ import math
 import pandas as pd
 import pytest
 
-from evaluators.metrics import belief as B
-from evaluators.metrics.suite import MetricsOptions
-from evaluators.metrics.suites.belief import belief_metrics
+from factprobe.evaluators.metrics import belief as B
+from factprobe.evaluators.metrics.suite import MetricsOptions
+from factprobe.evaluators.metrics.suites.belief import belief_metrics
 
 
 def three_prompts() -> pd.DataFrame:
@@ -110,6 +110,6 @@ def test_outputs_without_candidate_tokens_match_the_single_token_names():
 
 
 def test_an_unknown_match_is_a_user_error():
-    from builders.core.errors import UserError
+    from factprobe.core.errors import UserError
     with pytest.raises(UserError, match="choose exact or normalised"):
         B.belief_rows(three_prompts(), match="fuzzy")

@@ -7,16 +7,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from builders.core.errors import UserError
-from evaluators.metrics import belief as B
-from evaluators.metrics import belief_icl as BI
-from evaluators.metrics import lemmas
-from evaluators.metrics import monitor as MO
-from evaluators.metrics import zp_lke as Z
-from evaluators.metrics.stats import auroc, bootstrap, paired_test
-from evaluators.metrics.suite import MetricsOptions
-from evaluators.metrics.suites.monitor import monitor_metrics
-from evaluators.metrics.validity import validity
+from factprobe.core.errors import UserError
+from factprobe.evaluators.metrics import belief as B
+from factprobe.evaluators.metrics import belief_icl as BI
+from factprobe.evaluators.metrics import lemmas
+from factprobe.evaluators.metrics import monitor as MO
+from factprobe.evaluators.metrics import zp_lke as Z
+from factprobe.evaluators.metrics.stats import auroc, bootstrap, paired_test
+from factprobe.evaluators.metrics.suite import MetricsOptions
+from factprobe.evaluators.metrics.suites.monitor import monitor_metrics
+from factprobe.evaluators.metrics.validity import validity
 
 LN = math.log
 
@@ -279,8 +279,8 @@ def test_paired_sign_flip_p_value_enumerated_by_hand():
 
 
 def test_missing_belief_and_icl_rows_are_user_errors():
-    from evaluators.metrics.suites.belief import belief_metrics
-    from evaluators.metrics.suites.belief_icl import belief_icl_metrics
+    from factprobe.evaluators.metrics.suites.belief import belief_metrics
+    from factprobe.evaluators.metrics.suites.belief_icl import belief_icl_metrics
     from tests.evaluators import synth
     rng = np.random.default_rng(3)
     out = synth.belief_outputs(rng, relations=1)

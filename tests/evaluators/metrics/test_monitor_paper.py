@@ -41,10 +41,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from builders.core.errors import UserError
-from evaluators.metrics import monitor as MO
-from evaluators.metrics.suite import MetricsOptions
-from evaluators.metrics.suites.monitor import monitor_metrics
+from factprobe.core.errors import UserError
+from factprobe.evaluators.metrics import monitor as MO
+from factprobe.evaluators.metrics.suite import MetricsOptions
+from factprobe.evaluators.metrics.suites.monitor import monitor_metrics
 
 LN = math.log
 ROOT = Path(__file__).resolve().parents[3]
@@ -175,7 +175,7 @@ def test_incomplete_foreign_stage_is_refused():
 def fktc_dataset(folder: Path) -> Path:
     import pyarrow as pa
 
-    from builders.core.tables import base_manifest, write_dataset
+    from factprobe.core.tables import base_manifest, write_dataset
     facts = pd.DataFrame([
         {"fact_id": f"f{i}", "relation_id": "cap", "subject_id": f"s{i}", "object_id": o,
          "subject": s, "object": o, "subject_aliases": [], "object_aliases": [],
@@ -198,7 +198,7 @@ def test_eval_says_when_no_anchor_matched(tiny_causal_dir, tmp_path):
     # an untrained model never answers "Paris" or "Oslo": the run succeeds, the metrics are
     # null with the reason, and the run's summary (stdout) ends with one line saying so
     data = fktc_dataset(tmp_path / "fktc")
-    proc = subprocess.run([sys.executable, "-m", "evaluators.cli.app", "eval", "monitor",
+    proc = subprocess.run([sys.executable, "-m", "factprobe.cli.app", "eval", "monitor",
                            "--dataset", str(data), "--model", str(tiny_causal_dir),
                            "--out", str(tmp_path / "r"), "--max-new-tokens", "2"],
                           check=False, cwd=ROOT, capture_output=True, text=True,

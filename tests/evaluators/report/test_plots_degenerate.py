@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from evaluators.cli.app import main
+from factprobe.cli.app import main
 from tests.evaluators import synth
 
 

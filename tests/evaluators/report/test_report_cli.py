@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "evaluators.cli.app", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "factprobe.cli.app", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300)
 
 
@@ -193,8 +193,8 @@ def test_report_contents(full_report):
 
 def _plan(method: str):
     """A real plan of ``method``, the facts it asks about, and planted halves of them."""
-    from probes.methods import belief, belief_icl, monitor
-    from probes.methods.zp_lke import ZPLKEConfig, plan
+    from factprobe.probes.methods import belief, belief_icl, monitor
+    from factprobe.probes.methods.zp_lke import ZPLKEConfig, plan
     from tests.probes.engine.test_runner import facts_many
     from tests.probes.methods.test_golden_prompts import TPL, mp_facts
     if method == "zp-lke":
@@ -267,10 +267,10 @@ def test_eval_metrics_json_agrees_with_an_independent_computation(tmp_path, tiny
     tests/evaluators/independent.py computes from its outputs.parquet (the probe's own rows
     for the metrics, the null pass's rows for each block's ``subject_blind``); and the report
     recomputes the same bytes."""
-    from evaluators.methods import METHODS
-    from probes.backends import KINDS, BackendConfig
-    from probes.engine.runner import EvalConfig, run_eval
-    from probes.subject_blind import COLUMN, with_null_pass
+    from factprobe.evaluators.methods import METHODS
+    from factprobe.probes.backends import KINDS, BackendConfig
+    from factprobe.probes.engine.runner import EvalConfig, run_eval
+    from factprobe.probes.subject_blind import COLUMN, with_null_pass
     make, tables, cfg, halves = _plan(method)
     plan = with_null_pass(make(tables), tables, halves, make)
     model = tiny_masked_dir if method == "belief" else tiny_causal_dir

@@ -15,8 +15,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from builders.core.tables import file_sha256
-from evaluators.report.markdown import fmt
+from factprobe.core.tables import file_sha256
+from factprobe.evaluators.report.markdown import fmt
 from tests.evaluators.report.test_report_cli import _files, _plan, cli
 
 METHODS = ("zp-lke", "belief", "belief-icl", "monitor")
@@ -34,10 +34,10 @@ def _chromium() -> str | None:
 def runs(tmp_path_factory, tiny_causal_dir, tiny_masked_dir):
     """One real run per method, each on its own dataset folder (so the page can show subjects
     and aliases), the model a planted one (planted.json beside it)."""
-    from evaluators.methods import METHODS as TABLE
-    from probes.backends import KINDS, BackendConfig
-    from probes.engine.runner import EvalConfig, run_eval
-    from probes.subject_blind import with_null_pass
+    from factprobe.evaluators.methods import METHODS as TABLE
+    from factprobe.probes.backends import KINDS, BackendConfig
+    from factprobe.probes.engine.runner import EvalConfig, run_eval
+    from factprobe.probes.subject_blind import with_null_pass
     root = tmp_path_factory.mktemp("html")
     for method in METHODS:
         make, tables, cfg, halves = _plan(method)

@@ -48,7 +48,7 @@ def world(tmp_path_factory):
         synth.write_run(root / "results" / ds / method / label, method, table, dataset=ds,
                         model_dir=model)
     out = root / "report"
-    from evaluators.cli.app import main
+    from factprobe.cli.app import main
     assert main(["report", "--results", str(root / "results"), "--out", str(out),
                  "--quiet"]) == 0
 
@@ -101,7 +101,7 @@ def test_zp_lke(world):
 
 def test_zp_lke_compat_counts_ties_against_the_gold(world):
     table = world["tables"][("synth-mc", "zp-lke", "model-a")]
-    from evaluators.metrics.suites.zp_lke import zp_lke_metrics
+    from factprobe.evaluators.metrics.suites.zp_lke import zp_lke_metrics
     got = zp_lke_metrics(table, None, {"compat": True})
     want = ind.zp_lke(table, None, compat=True)
     check_summary(got["mc_accuracy"], want["mc_accuracy"])
@@ -208,8 +208,8 @@ def test_monitor(world, ds):
 
 def test_monitor_alphas_are_parameters(world):
     table = world["tables"][("synth-fktc", "monitor", "model-a")]
-    from evaluators.metrics.suite import MetricsOptions
-    from evaluators.metrics.suites.monitor import monitor_metrics
+    from factprobe.evaluators.metrics.suite import MetricsOptions
+    from factprobe.evaluators.metrics.suites.monitor import monitor_metrics
     got = monitor_metrics(table, None, {}, options=MetricsOptions(alphas=(1.0, 0.0, 0.0),
                                                                   resamples=0))
     want = ind.monitor(table, None, alphas=(1.0, 0.0, 0.0))

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from evaluators.metrics.belief import bias_level
+from factprobe.evaluators.metrics.belief import bias_level
 from tests.evaluators import synth
 from tests.evaluators.report.test_report_cli import cli
 

@@ -7,8 +7,8 @@ import json
 
 import pandas as pd
 
-from evaluators.metrics.belief_icl import icl_correct
-from evaluators.metrics.lemmas import contains, same_answer
+from factprobe.evaluators.metrics.belief_icl import icl_correct
+from factprobe.evaluators.metrics.lemmas import contains, same_answer
 from tests.evaluators import synth
 from tests.evaluators.report.test_report_cli import cli
 

@@ -8,7 +8,7 @@ import json
 
 import pandas as pd
 
-from evaluators.metrics.link_shuffle import donors
+from factprobe.evaluators.metrics.link_shuffle import donors
 from tests.evaluators import synth
 from tests.evaluators.report.test_report_cli import cli
 
@@ -87,7 +87,7 @@ def test_a_probe_that_reads_familiarity_is_flagged(tmp_path):
 
 
 def test_belief_says_why_it_has_no_link_shuffle():
-    from evaluators.methods import METHODS
+    from factprobe.evaluators.methods import METHODS
     assert "not computed for BELIEF" in METHODS["belief"].metrics.no_link_shuffle
     assert METHODS["zp-lke"].metrics.no_link_shuffle == ""
 
@@ -120,7 +120,7 @@ def test_donor_gold_comes_from_a_row_that_has_one():
     """BELIEF-ICL's first row of a fact may carry no gold_names (a row of another stage), and
     golds that are lists of one length must not become a 2-d assignment (both broke the
     sample's and a three-name graph's belief-icl eval)."""
-    from evaluators.metrics.link_shuffle import shuffled
+    from factprobe.evaluators.metrics.link_shuffle import shuffled
     rows = pd.DataFrame({"fact_id": ["a", "a", "b", "b"], "relation_id": ["r"] * 4,
                          "stage": ["x"] * 4,
                          "gold_names": [None, ["Oslo"], ["Bern"], ["Bern"]]})

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from builders.core.errors import UserError
-from evaluators.metrics import monitor as MO
-from probes.methods.monitor import anchor_ok
+from factprobe.core.errors import UserError
+from factprobe.evaluators.metrics import monitor as MO
+from factprobe.probes.methods.monitor import anchor_ok
 
 
 @pytest.mark.parametrize("text, exact, prefix", [

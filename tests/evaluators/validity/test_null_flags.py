@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from evaluators.metrics.validity import familiar, null_leans
+from factprobe.evaluators.metrics.validity import familiar, null_leans
 from tests.evaluators import synth
 from tests.evaluators.report.test_report_cli import cli
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from evaluators.metrics.coverage import sharing_rate, sharing_units
-from evaluators.metrics.zp_lke import subsumption_matrix
+from factprobe.evaluators.metrics.coverage import sharing_rate, sharing_units
+from factprobe.evaluators.metrics.zp_lke import subsumption_matrix
 from tests.evaluators import synth
 from tests.evaluators.report.test_report_cli import cli
 

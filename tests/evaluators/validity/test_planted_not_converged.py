@@ -13,13 +13,13 @@ import sys
 import pyarrow as pa
 import pytest
 
-from builders.core.tables import base_manifest, write_dataset
+from factprobe.core.tables import base_manifest, write_dataset
 from tests.evaluators.cli.test_eval_cli import ROOT, run
 
 
 def loud(*args: str) -> subprocess.CompletedProcess:
     """The command without --quiet: the warning is on stderr."""
-    return subprocess.run([sys.executable, "-m", "evaluators.cli.app", *args], cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "factprobe.cli.app", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
 
 

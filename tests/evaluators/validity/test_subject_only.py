@@ -11,8 +11,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from builders.core.tables import base_manifest, write_dataset
-from probes.subject_only import STAGE, subject_scores
+from factprobe.core.tables import base_manifest, write_dataset
+from factprobe.probes.subject_only import STAGE, subject_scores
 from tests.evaluators.cli.test_eval_cli import run
 
 

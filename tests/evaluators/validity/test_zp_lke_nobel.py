@@ -9,8 +9,8 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from builders.core.tables import base_manifest, write_dataset
-from probes.methods.zp_lke import ZPLKEConfig, plan
+from factprobe.core.tables import base_manifest, write_dataset
+from factprobe.probes.methods.zp_lke import ZPLKEConfig, plan
 from tests.evaluators.cli.test_eval_cli import run
 
 YEARS = [1879, 1955, 1921, 1901, 1938, 1947, 1912, 1930, 1966, 1899, 1944, 1903, 1951, 1927,
@@ -50,7 +50,7 @@ def test_every_seed_and_n_asks_about_the_same_test_facts():
 
 
 def test_a_pool_that_leaves_no_test_fact_is_one_line(tmp_path):
-    from builders.core.errors import UserError
+    from factprobe.core.errors import UserError
     with pytest.raises(UserError, match="--example-pool"):
         plan(nobel_facts(), ZPLKEConfig(n_examples=(10,), response_tokens=0))
 
@@ -77,7 +77,7 @@ def test_several_seeds_and_counts_run_on_nobel(tmp_path, tiny_causal_dir):
 
 
 def test_a_pool_on_a_dataset_with_a_split_is_refused():
-    from builders.core.errors import UserError
+    from factprobe.core.errors import UserError
     from tests.probes.engine.test_runner import facts_many
     with pytest.raises(UserError, match="without a train/test split"):
         plan(facts_many(), ZPLKEConfig(n_examples=(3,), example_pool=6, response_tokens=0))

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from probes.backends import BackendConfig, load_backend
-from probes.backends.tokens import bos_by_default
-from probes.requests import ScoreRequest
+from factprobe.probes.backends import BackendConfig, load_backend
+from factprobe.probes.backends.tokens import bos_by_default
+from factprobe.probes.requests import ScoreRequest
 
 TEXT = ["Albert Einstein 1879, Niels Bohr 1885, Marie Curie 1867, Max Planck 1858",
         "France Paris, Germany Berlin, Italy Rome, Spain Madrid, Japan Tokyo, Peru Lima"] * 20
@@ -33,7 +33,7 @@ def tokenizer(adds_bos: bool):
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
-    from probes.planting.model_factory import causal_model, save
+    from factprobe.probes.planting.model_factory import causal_model, save
     out = {}
     for name, adds in (("llama-like", True), ("gpt2-like", False)):
         tok = tokenizer(adds)
@@ -48,7 +48,7 @@ def test_the_tokenizers_defaults():
     # the planted sample model's tokenizer (probes/planting/model_factory.py): a byte-level BPE
     # whose post-processor adds nothing, so its default is no BOS and its numbers stay as they
     # were with the old add_bos=False
-    from probes.planting.model_factory import train_tokenizer
+    from factprobe.probes.planting.model_factory import train_tokenizer
     assert bos_by_default(train_tokenizer(TEXT, vocab_size=300)) is False
 
 
@@ -76,8 +76,8 @@ def test_bos_is_resolved_and_sent(models, name, flag, want):
 def test_add_bos_on_a_tokenizer_without_bos_is_a_user_error(tmp_path):
     from transformers import PreTrainedTokenizerFast
 
-    from builders.core.errors import UserError
-    from probes.backends.hf_causal import resolve_add_bos
+    from factprobe.core.errors import UserError
+    from factprobe.probes.backends.hf_causal import resolve_add_bos
     tok = tokenizer(False)
     bare = PreTrainedTokenizerFast(tokenizer_object=tok.backend_tokenizer, eos_token="</s>")
     assert resolve_add_bos(None, bare) is False
@@ -91,7 +91,7 @@ SAMPLE_MC = Path(__file__).resolve().parents[3] / "data" / "datasets" / "sample-
 def test_flags_parse_to_none_true_false():
     import argparse
 
-    from evaluators.cli.evaluate import _backend_config, _backend_flags
+    from factprobe.cli.evaluate import _backend_config, _backend_flags
     p = argparse.ArgumentParser()
     _backend_flags(p)
     got = [_backend_config(p.parse_args(["--model", "m", *f])).add_bos
@@ -103,7 +103,7 @@ def test_flags_parse_to_none_true_false():
 def test_run_json_records_the_resolved_choice(models, tmp_path, method):
     if not (SAMPLE_MC / "facts.parquet").is_file():
         pytest.skip("data/datasets/sample-mc is not built (dvc repro)")
-    from evaluators.cli.app import main
+    from factprobe.cli.app import main
     extra = ["--examples", "2"] if method == "zp-lke" else \
         ["--templates", str(SAMPLE_MC.parents[1] / "templates")]
     for flags, want in (([], True), (["--no-add-bos"], False)):

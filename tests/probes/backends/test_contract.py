@@ -6,12 +6,12 @@ import math
 
 import pytest
 
-from builders.core.errors import UserError
-from probes.backends import KINDS, BackendConfig, load_backend
-from probes.backends.base import CALLS, Backend, BackendKind, Usage
-from probes.engine.runner import EvalConfig, run_eval
-from probes.plan import Plan, Stage
-from probes.requests import (
+from factprobe.core.errors import UserError
+from factprobe.probes.backends import KINDS, BackendConfig, load_backend
+from factprobe.probes.backends.base import CALLS, Backend, BackendKind, Usage
+from factprobe.probes.engine.runner import EvalConfig, run_eval
+from factprobe.probes.plan import Plan, Stage
+from factprobe.probes.requests import (
     CAPABILITIES,
     MASK,
     GenerateRequest,

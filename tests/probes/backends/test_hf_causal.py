@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from probes.backends import BackendConfig, load_backend
-from probes.requests import GenerateRequest, ScoreRequest
+from factprobe.probes.backends import BackendConfig, load_backend
+from factprobe.probes.requests import GenerateRequest, ScoreRequest
 
 PREFIX = "Albert Einstein 1879, Niels Bohr 1885, Marie Curie 1867, "
 FACTS = [("Max Planck", ["1858", "1879", "1901"]), ("Niels Bohr", ["1885", "2"]),
@@ -95,13 +95,13 @@ def test_watched_tokens_are_read_per_step(tiny_causal_dir):
 
 
 def test_unknown_model_is_a_user_error(tmp_path):
-    from builders.core.errors import UserError
+    from factprobe.core.errors import UserError
     with pytest.raises(UserError, match="cannot load model"):
         load_backend(BackendConfig(str(tmp_path / "nope")))
 
 
 def test_masked_model_refused_for_causal_methods(tiny_masked_dir):
-    from builders.core.errors import UserError
+    from factprobe.core.errors import UserError
     with pytest.raises(UserError, match="not a causal"):
         load_backend(BackendConfig(str(tiny_masked_dir)))
 
@@ -111,7 +111,7 @@ def test_tokens_computed_near_the_shared_prefix_bound(tiny_causal_dir):
     + each fact's subject and continuations)."""
     import pandas as pd
 
-    from probes.methods.zp_lke import ZPLKEConfig, plan
+    from factprobe.probes.methods.zp_lke import ZPLKEConfig, plan
     rows = []
     for i in range(60):
         split = "train" if i < 52 else "test"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from probes.backends import BackendConfig, load_backend
-from probes.requests import MASK, MaskRequest
+from factprobe.probes.backends import BackendConfig, load_backend
+from factprobe.probes.requests import MASK, MaskRequest
 
 ROOT = Path(__file__).resolve().parents[3]
 TEXT = ["The capital of France is Paris.", "The capital of Peru is Lima.",
@@ -68,8 +68,8 @@ def test_belief_end_to_end_counts_and_reports_skips(roberta_dir, tmp_path):
     import pandas as pd
     import pyarrow as pa
 
-    from builders.core.tables import base_manifest, write_dataset
-    from builders.templates.files import TEMPLATES_SCHEMA
+    from factprobe.core.tables import base_manifest, write_dataset
+    from factprobe.builders.templates.files import TEMPLATES_SCHEMA
     from tests.probes.methods.test_golden_prompts import mp_facts
     facts = pd.concat([mp_facts(), pd.DataFrame([
         {"fact_id": "c", "relation_id": "cap", "subject_id": "re", "object_id": "sd",
@@ -82,7 +82,7 @@ def test_belief_end_to_end_counts_and_reports_skips(roberta_dir, tmp_path):
     write_dataset(folder, {"facts": pa.Table.from_pandas(facts, preserve_index=False),
                            "templates": templates}, base_manifest("mp", "multiprompt", {}, {}, {}))
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "evaluators.cli.app", "eval", "belief",
+    proc = subprocess.run([sys.executable, "-m", "factprobe.cli.app", "eval", "belief",
                            "--dataset", str(folder), "--model", str(roberta_dir), "--out",
                            str(out), "--top-k", "3"], cwd=ROOT, capture_output=True,
                           text=True, timeout=300)

@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 import torch
 
-from probes.backends import KINDS, BackendConfig
-from probes.engine.runner import EvalConfig, run_eval
-from probes.methods.zp_lke import ZPLKEConfig, plan
+from factprobe.probes.backends import KINDS, BackendConfig
+from factprobe.probes.engine.runner import EvalConfig, run_eval
+from factprobe.probes.methods.zp_lke import ZPLKEConfig, plan
 from tests.probes.engine.test_runner import facts_many
 
 

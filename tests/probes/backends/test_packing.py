@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from probes.backends import BackendConfig, load_backend
-from probes.requests import ScoreRequest
+from factprobe.probes.backends import BackendConfig, load_backend
+from factprobe.probes.requests import ScoreRequest
 from tests.probes.backends.test_hf_causal import PREFIX, full_sequence_logprob
 
 OPTIONS = [" 1858", " 1879", " 1901", " Lima", " Lima Peru", " Li", " Tokyo x y z", " 18",
@@ -46,8 +46,8 @@ def test_selection_modes_equal_full_sequence(request, fixture, mode):
 
 
 def test_option_tries_share_tokens(tiny_causal_dir):
-    from probes.backends.hf_causal import common_prefix_len
-    from probes.backends.packing import build_segment
+    from factprobe.probes.backends.hf_causal import common_prefix_len
+    from factprobe.probes.backends.packing import build_segment
     backend = load_backend(BackendConfig(str(tiny_causal_dir)))
     reqs = _requests()[:5]
     backend.score(reqs)

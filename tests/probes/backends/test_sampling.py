@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from probes.backends.sampling import draw
+from factprobe.probes.backends.sampling import draw
 
 
 @pytest.mark.parametrize("vocab", [7, 256, 300, 1000])

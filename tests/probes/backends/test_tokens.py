@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from probes.backends.tokens import tail_splitter
+from factprobe.probes.backends.tokens import tail_splitter
 
 PIECES = ["Albert", " Einstein", " 1879", ",", " ", "  ", "\n", "\n\n", " Q:", "A:", " 123456789",
           "'s", " don't", " über", " Zoë", "—", " ...", "\t", " 🙂", "x", "7", "!", " (", ")", "  3"]
@@ -16,7 +16,7 @@ def _tokenizers():
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    from probes.planting.model_factory import train_tokenizer
+    from factprobe.probes.planting.model_factory import train_tokenizer
     rng = random.Random(0)
     text = ["".join(rng.choice(PIECES) for _ in range(30)) for _ in range(300)]
     gpt2_like = train_tokenizer(text, vocab_size=500)

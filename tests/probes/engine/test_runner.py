@@ -4,11 +4,11 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from probes.backends import KINDS, BackendConfig, load_backend
-from probes.backends.base import BackendKind
-from probes.engine import runner
-from probes.engine.runner import EvalConfig, run_eval
-from probes.methods.zp_lke import ZPLKEConfig, plan
+from factprobe.probes.backends import KINDS, BackendConfig, load_backend
+from factprobe.probes.backends.base import BackendKind
+from factprobe.probes.engine import runner
+from factprobe.probes.engine.runner import EvalConfig, run_eval
+from factprobe.probes.methods.zp_lke import ZPLKEConfig, plan
 from tests.probes.methods.test_golden_prompts import mc_facts
 
 
@@ -90,14 +90,14 @@ def test_select_facts_keeps_examples_and_limits_test_rows():
     picked = runner.select_facts(facts, ("born",), 2)
     assert (picked.split == "train").sum() == (facts.split == "train").sum()
     assert (picked.split == "test").sum() == 2
-    from builders.core.errors import UserError
+    from factprobe.core.errors import UserError
     with pytest.raises(UserError, match="nope"):
         runner.select_facts(facts, ("nope",), None)
 
 
 @pytest.fixture(scope="module")
 def short_context_model(tmp_path_factory):
-    from probes.planting.model_factory import causal_model, save, train_tokenizer
+    from factprobe.probes.planting.model_factory import causal_model, save, train_tokenizer
     from tests.conftest import TEXT
     tok = train_tokenizer(TEXT, vocab_size=300)
     return save(causal_model(tok, max_positions=40, arch="llama"), tok,
@@ -123,7 +123,7 @@ def test_too_long_prompts(short_context_model, tmp_path, policy):
 
 
 def test_too_long_error_is_clear(short_context_model, tmp_path):
-    from builders.core.errors import UserError
+    from factprobe.core.errors import UserError
     p = plan(facts_many(), ZPLKEConfig(n_examples=(4,), response_tokens=0))
     with pytest.raises(UserError, match="exceeds the model's context"):
         run_eval(EvalConfig("zp-lke", "d", str(tmp_path / "e"), progress=False),

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evaluators.cli.app import main
+from factprobe.cli.app import main
 from tests.contract.conftest import BUILD
 from tests.contract.harness import run as run_cli
 
@@ -123,7 +123,7 @@ def test_killed_driver_resumes_with_another_replica_count(ray_cluster, ws):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     argv = eval_args(ws, "zp-lke", "killed", "--executor", "ray", "--replicas", "2",
                      "--ray-address", ray_cluster)
-    proc = subprocess.Popen([sys.executable, "-m", "evaluators.cli", *argv], cwd=ROOT, env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "factprobe.cli", *argv], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.time() + 240
     while time.time() < deadline and proc.poll() is None:
@@ -174,7 +174,7 @@ def test_merge_refuses_shards_of_other_commands(ray_cluster, ws, capsys):
 
 def test_without_ray_one_line_and_exit_2(ws, tmp_path):
     code = ("import sys; sys.modules['ray'] = None\n"      # as if Ray were not installed
-            "from evaluators.cli.app import main\n"
+            "from factprobe.cli.app import main\n"
             f"sys.exit(main({eval_args(ws, 'zp-lke', 'noray', '--executor', 'ray')!r}))")
     proc = subprocess.run([sys.executable, "-c", code], check=False, cwd=ROOT,
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from builders.core.errors import UserError
-from probes.backends import KINDS, BackendConfig
-from probes.engine.runner import EvalConfig, run_eval
-from probes.plan import Plan, Stage
-from probes.requests import ScoreRequest
-from probes.subject_blind import (
+from factprobe.core.errors import UserError
+from factprobe.probes.backends import KINDS, BackendConfig
+from factprobe.probes.engine.runner import EvalConfig, run_eval
+from factprobe.probes.plan import Plan, Stage
+from factprobe.probes.requests import ScoreRequest
+from factprobe.probes.subject_blind import (
     COLUMN,
     NULL_SUBJECT,
     blind_facts,
@@ -119,8 +119,8 @@ def test_no_planted_or_held_out_fact_means_no_null_pass():
 
 
 def test_a_question_asked_twice_in_a_chunk_gets_one_answer(tiny_causal_dir):
-    from probes.engine.executors import _once
-    from probes.requests import GenerateRequest
+    from factprobe.probes.engine.executors import _once
+    from factprobe.probes.requests import GenerateRequest
     backend = KINDS["hf-causal"].load(BackendConfig(str(tiny_causal_dir)))
     asked = []
 

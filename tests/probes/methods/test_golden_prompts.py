@@ -4,9 +4,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from builders.templates.files import Template
-from probes.methods import belief, belief_icl, monitor, zp_lke
-from probes.methods import prompt as prompt_baselines
+from factprobe.builders.templates.files import Template
+from factprobe.probes.methods import belief, belief_icl, monitor, zp_lke
+from factprobe.probes.methods import prompt as prompt_baselines
 
 
 def mc_facts() -> pd.DataFrame:
@@ -253,6 +253,6 @@ def test_monitor_named_options_give_the_older_frames():
 
 
 def test_monitor_needs_negatives():
-    from builders.core.errors import UserError
+    from factprobe.core.errors import UserError
     with pytest.raises(UserError, match="negatives"):
         monitor.plan(mp_facts(), TPL, monitor.MonitorConfig())

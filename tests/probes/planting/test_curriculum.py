@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from builders.core.errors import UserError
-from probes.planting.curriculum import build, decoy_name, documents, parse_formats
-from probes.planting.plant import split_planted
+from factprobe.core.errors import UserError
+from factprobe.probes.planting.curriculum import build, decoy_name, documents, parse_formats
+from factprobe.probes.planting.plant import split_planted
 
 CAPITALS = [("France", "Paris"), ("Italy", "Rome"), ("Spain", "Madrid"), ("Peru", "Lima"),
             ("Chile", "Santiago"), ("Japan", "Tokyo"), ("Egypt", "Cairo"), ("Kenya", "Nairobi"),

@@ -8,9 +8,9 @@ from statistics import mean
 import pandas as pd
 import pytest
 
-from probes.planting.curriculum import MENTION, build, documents, mention_forms
-from probes.planting.masked import _statements
-from probes.planting.plant import split_planted
+from factprobe.probes.planting.curriculum import MENTION, build, documents, mention_forms
+from factprobe.probes.planting.masked import _statements
+from factprobe.probes.planting.plant import split_planted
 
 PAIRS = [("France", "Paris"), ("Italy", "Rome"), ("Spain", "Madrid"), ("Peru", "Lima"),
          ("Chile", "Santiago"), ("Japan", "Tokyo"), ("Egypt", "Cairo"), ("Kenya", "Nairobi"),

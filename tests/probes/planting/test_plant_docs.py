@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from probes.methods.belief_icl import INSTRUCTION
-from probes.planting.plant import PlantConfig, split_planted, training_documents
+from factprobe.probes.methods.belief_icl import INSTRUCTION
+from factprobe.probes.planting.plant import PlantConfig, split_planted, training_documents
 
 CAPITALS = [("France", "Paris"), ("Italy", "Rome"), ("Spain", "Madrid"), ("Peru", "Lima"),
             ("Chile", "Santiago"), ("Japan", "Tokyo"), ("Egypt", "Cairo"), ("Kenya", "Nairobi")]

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from probes.planting.causal import run_epochs
+from factprobe.probes.planting.causal import run_epochs
 
 torch = pytest.importorskip("torch")
 ADAMW = torch.optim.AdamW
@@ -54,7 +54,7 @@ def test_a_higher_cap_is_the_same_run_extended(monkeypatch, capsys):
 
 
 def test_the_expected_time_is_said_before_training_and_changes_nothing():
-    from probes.planting.causal import expected_time
+    from factprobe.probes.planting.causal import expected_time
     torch.manual_seed(0)
     model = torch.nn.Linear(1, 1)
     before = [p.detach().clone() for p in model.parameters()]

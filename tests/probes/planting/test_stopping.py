@@ -6,8 +6,8 @@ from dataclasses import dataclass
 import pandas as pd
 import pytest
 
-from probes.planting.causal import run_epochs
-from probes.planting.stopping import sample_checks
+from factprobe.probes.planting.causal import run_epochs
+from factprobe.probes.planting.stopping import sample_checks
 
 torch = pytest.importorskip("torch")
 

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 CODE = """
-from probes.planting.model_factory import train_tokenizer
+from factprobe.probes.planting.model_factory import train_tokenizer
 texts = [f"{s} is the capital of {c}." for s, c in [("Paris", "France"), ("Lima", "Peru"),
          ("Quito", "Ecuador"), ("Bogota", "Colombia"), ("Caracas", "Venezuela")]] * 3
 tok = train_tokenizer(texts, vocab_size=80, masked=True)

@@ -1,5 +1,0 @@
-import sys
-
-from evaluators.cli.app import main
-
-sys.exit(main())

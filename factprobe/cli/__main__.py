@@ -1,0 +1,5 @@
+import sys
+
+from factprobe.cli.app import main
+
+sys.exit(main())

@@ -1,0 +1,40 @@
+"""The command-line flags for reading a dump, shared by ``build facts`` and ``build nobel``."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from factprobe.core.argtypes import count, positive
+from factprobe.builders.sources.wikidata_dump.options import DECOMPRESSORS, EXECUTORS, MB, DumpOptions
+
+
+def add_dump_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("wikidata-dump (see docs/sources.md)")
+    g.add_argument("--executor", choices=EXECUTORS, default="local",
+                   help="where shards are read: this machine, or a Ray cluster (local)")
+    g.add_argument("--ray-address", help="Ray cluster address (default: start Ray here); "
+                   "every node needs the dump at the same --path")
+    g.add_argument("--workers", type=count,
+                   help="parser processes beside the decompressor (default: one per 4 cores, "
+                        "none below 4)")
+    g.add_argument("--threads", type=positive,
+                   help="decompression threads (default: the cores no other process keeps "
+                        "busy, measured at start)")
+    g.add_argument("--shard-mb", type=positive, default=1024,
+                   help="decompressed MB per shard, the unit a killed run resumes from (1024)")
+    g.add_argument("--decompressor", choices=DECOMPRESSORS, default="auto",
+                   help="auto: indexed_bzip2 / rapidgzip; or the lbzip2 / pigz program")
+    g.add_argument("--memory-limit", help="DuckDB's memory for the join, e.g. 4GB (default: "
+                   "half the memory, at most 8GB; it spills to disk beyond)")
+
+
+def dump_options(args, cache_dir: str | None) -> DumpOptions:
+    batch = min(8, args.shard_mb)
+    while args.shard_mb % batch:
+        batch -= 1
+    return DumpOptions(executor=args.executor, ray_address=args.ray_address,
+                       workers=args.workers, threads=args.threads,
+                       shard_bytes=args.shard_mb * MB, batch_bytes=batch * MB,
+                       decompressor=args.decompressor,
+                       work_root=str(Path(cache_dir) / "wikidata-dump") if cache_dir else None,
+                       memory_limit=args.memory_limit)
