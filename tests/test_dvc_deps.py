@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from factprobe.evaluators.methods import METHODS
 from tests.packages import modules
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,8 +33,7 @@ ENTRIES = {
     "fktc": ("factprobe.cli.templates", ["factprobe.builders.datasets.fktc"]),
     "plant": ("factprobe.cli.plant", ["factprobe.probes.planting.plant"]),
     "plant-masked": ("factprobe.cli.plant", ["factprobe.probes.planting.plant"]),
-    **{f"eval-{m}": ("factprobe.cli.evaluate", ["factprobe.cli.evaluate"])
-       for m in ("zp-lke", "prompt", "belief-icl", "monitor", "belief")},
+    **{f"eval-{m}": ("factprobe.cli.evaluate", ["factprobe.cli.evaluate"]) for m in METHODS},
     "report": ("factprobe.cli.report", ["factprobe.evaluators.report.build"]),
 }
 # Code a stage must not depend on: the point of fine-grained deps (a report change reruns no
@@ -42,8 +42,7 @@ MUST_NOT = {
     "plant": ["probes/backends", "probes/engine", "evaluators/report", "evaluators/metrics"],
     "plant-masked": ["probes/backends", "probes/engine", "evaluators/report",
                      "evaluators/metrics"],
-    **{f"eval-{m}": ["evaluators/report"]
-       for m in ("zp-lke", "prompt", "belief-icl", "monitor", "belief")},
+    **{f"eval-{m}": ["evaluators/report"] for m in METHODS},
     "facts": ["probes", "evaluators/report", "evaluators/metrics"],
     "mc": ["probes", "evaluators/report", "evaluators/metrics"],
     "report": ["probes/backends", "probes/engine"],

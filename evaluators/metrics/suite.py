@@ -111,6 +111,12 @@ class MethodMetrics:
     # gold it replaces (empty: every stage)
     link_shuffle_skip: Mapping[str, str] = field(default_factory=dict)
     link_shuffle_stages: tuple[str, ...] = ()
+    # the explorer's extractor (evaluators/metrics/details.py): (own rows, config, options) ->
+    # ({fact_id: detail}, {setting: {fact_id: confidence}}); None: per-fact results only
+    details: Callable | None = None
+    # the matrix the report compares a family's settings by: (its name, (members, shared
+    # fact ids, readings) -> frame); None: no matrix (MONITOR)
+    matrix: tuple[str, Callable] | None = None
 
     def check(self, outputs: pd.DataFrame) -> None:
         """The stage and columns the metrics read must be there (a user error if not)."""

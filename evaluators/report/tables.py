@@ -183,7 +183,7 @@ def coverage_notes(groups: dict) -> list[str]:
                                         for _, _, f in members):
             continue
         each = ", ".join(f"{n} {k}" for (n, _, _), k in zip(members, sizes))
-        kind = {"multiple choice": "subsumption", "BELIEF": "sharing"}.get(family)
+        kind = matrices().get(family, (None,))[0]
         mat = (f"; the {kind} matrix uses the {len(common)} facts all of them share"
                if kind and common else
                f"; no fact is shared by all of them, so no {kind} matrix" if kind else "")
@@ -193,31 +193,17 @@ def coverage_notes(groups: dict) -> list[str]:
     return lines
 
 
-def _subsumption(members, common: set, readings: dict) -> tuple[str, pd.DataFrame]:
-    from factprobe.evaluators.metrics.zp_lke import subsumption_matrix
-    known = {n: set(f.loc[(f["fact_id"].isin(common)) & (f["known"] > 0), "fact_id"])
-             for n, _, f in members}
-    relation_of = {}
-    for _, _, f in members:
-        relation_of.update(zip(f["fact_id"], f["relation_id"]))
-    return "subsumption", subsumption_matrix(
-        known, relation_of, reading=readings.get("subsumption", "per-relation")).round(4)
-
-
-def _sharing(members, common: set, readings: dict) -> tuple[str, pd.DataFrame]:
-    from factprobe.evaluators.metrics.belief import sharing_rate
-    from factprobe.evaluators.metrics.coverage import sharing_units
-    names = [n for n, _, _ in members]
-    unit = readings.get("sharing_unit", "fact-template")
-    units = {n: sharing_units({u for u in f.attrs.get("units", set()) if u[0] in common}, unit)
-             for n, _, f in members}
-    return "sharing", pd.DataFrame([[sharing_rate(units[a], units[b]) for b in names]
-                                    for a in names], index=names, columns=names).round(4)
-
-
-# The matrix each method family's settings are compared by (a family is a MethodMetrics field:
-# multiple choice has known facts, BELIEF correctly answered prompts; MONITOR has none).
-MATRICES = {"multiple choice": _subsumption, "BELIEF": _sharing}
+def matrices() -> dict[str, tuple[str, object]]:
+    """family -> (matrix name, function): the matrix each method family's settings are compared
+    by, as the methods' metrics declare it (``MethodMetrics.matrix``: multiple choice has known
+    facts, BELIEF correctly answered prompts; MONITOR has none). Read at call time, so the
+    table of methods is the one list."""
+    from factprobe.evaluators.methods import METHODS
+    out: dict[str, tuple[str, object]] = {}
+    for m in METHODS.values():
+        if m.metrics.matrix is not None:
+            out.setdefault(m.metrics.family, m.metrics.matrix)
+    return out
 
 
 def comparisons(groups: dict, *, options: MetricsOptions, progress: bool = False,
@@ -228,7 +214,7 @@ def comparisons(groups: dict, *, options: MetricsOptions, progress: bool = False
     readings unless ``readings`` names another (``subsumption``: per-relation | pooled;
     ``sharing_unit``: fact-template | prompt)."""
     from tqdm import tqdm
-    tests, matrices, notes = [], [], []
+    tests, mats, notes = [], [], []
     pairs = [(ds, family, x, y) for (ds, family), (members, _) in sorted(groups.items())
              for x, y in combinations(members, 2)]
     for ds, family, (na, ra, fa), (nb, rb, fb) in tqdm(
@@ -245,13 +231,14 @@ def comparisons(groups: dict, *, options: MetricsOptions, progress: bool = False
         tests.append({"dataset": ds, "family": family, "a": na, "b": nb,
                       "a_value": rnd(a["correct"].mean()), "b_value": rnd(b["correct"].mean()),
                       **t})
+    by_family = matrices()
     for (ds, family), (members, common) in sorted(groups.items()):
-        if family in MATRICES and common:
-            kind, m = MATRICES[family](members, common, readings or {})
-            matrices.append((f"{kind}-{slug(ds)}", m))
+        if family in by_family and common:
+            kind, matrix = by_family[family]
+            mats.append((f"{kind}-{slug(ds)}", matrix(members, common, readings or {})))
     cols = ["dataset", "family", "a", "b", "n", "a_value", "b_value", "difference", "ci_low",
             "ci_high", "p_value", "a_only", "b_only"]
-    return pd.DataFrame(tests, columns=cols), matrices, notes
+    return pd.DataFrame(tests, columns=cols), mats, notes
 
 
 # ---------------------------------------------------------------------------- summaries

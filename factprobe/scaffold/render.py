@@ -18,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 
 from factprobe.core.errors import UserError
+from factprobe.scaffold import stages
 from factprobe.scaffold.sizing import SHIPPED, Sizes
 
 HEADER = "Written by factprobe init"
@@ -89,6 +90,10 @@ def rendered(cfg: InitConfig) -> dict[str, str]:
     flags = {"path": cfg.source in FILE_SOURCES, "aliases": via is not None,
              "nobel": NOBEL[cfg.source] is not None}
     values.update(_vega())
+    # the methods' stages and params, from the table of methods (factprobe.scaffold.stages);
+    # their own {{holes}} (init's sizes) are filled here, before the templates are
+    values["eval_stages"] = stages.init_stages()
+    values["eval_params"] = render(stages.init_params(), values, {})
     files = resources.files("factprobe.scaffold") / "files"
     return {target: render((files / name).read_text(encoding="utf-8"), values, flags)
             for name, target in FILES}

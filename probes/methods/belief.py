@@ -26,7 +26,7 @@ import pandas as pd
 from factprobe.core.argtypes import positive
 from factprobe.builders.templates.files import Template, fill
 from factprobe.probes.methods.multiprompt_in import pairs_of, templates_of, usable_templates
-from factprobe.probes.methods.spec import Probe
+from factprobe.probes.methods.spec import Pipeline, Probe
 from factprobe.probes.plan import Plan, Stage
 from factprobe.probes.requests import MASK, MaskRequest
 
@@ -124,4 +124,5 @@ PROBE = Probe(
   factprobe eval belief --dataset multiprompt/ --model bert-base-cased --out r/
 """,
     config=BeliefConfig, tables=("facts", "templates"), plan=plan_tables, add_flags=add_flags,
-    from_args=from_args, citation="belief", backend="hf-masked")
+    from_args=from_args, citation="belief", backend="hf-masked",
+    pipeline=Pipeline("multiprompt", args="--max-names 1", init_args="--max-names 1"))

@@ -40,7 +40,7 @@ from factprobe.core.errors import UserError
 from factprobe.builders.templates.files import Template, fill, question_text
 from factprobe.probes.methods.belief import add_metric_flags
 from factprobe.probes.methods.multiprompt_in import Pair, pairs_of, templates_of, usable_templates
-from factprobe.probes.methods.spec import Probe
+from factprobe.probes.methods.spec import Pipeline, Probe
 from factprobe.probes.plan import Plan, Stage
 from factprobe.probes.requests import GenerateRequest
 
@@ -243,4 +243,10 @@ PROBE = Probe(
       --style qa --samples 100 --sample-prompts 10000 --out r/
 """,
     config=BeliefICLConfig, tables=("facts", "templates"), plan=plan_tables,
-    add_flags=add_flags, from_args=from_args, citation="belief")
+    add_flags=add_flags, from_args=from_args, citation="belief",
+    pipeline=Pipeline(
+        "multiprompt",
+        args="--limit 20 --max-names 1 --contexts zero,4-template --samples 10 "
+             "--sample-prompts 100",
+        init_args="--max-names 1 --contexts zero,4-template --samples 10 --sample-prompts 100",
+        note="--sample-prompts counts per context (the paper's 10K per setting)."))

@@ -37,7 +37,7 @@ from factprobe.core.argtypes import positive
 from factprobe.core.errors import UserError
 from factprobe.builders.templates.files import Template, fill, question_text
 from factprobe.probes.methods.multiprompt_in import templates_of
-from factprobe.probes.methods.spec import Probe
+from factprobe.probes.methods.spec import Pipeline, Probe
 from factprobe.probes.plan import Plan, Stage
 from factprobe.probes.requests import GenerateRequest, ScoreRequest
 
@@ -280,4 +280,5 @@ PROBE = Probe(
   factprobe eval monitor --dataset fktc/ --model m --answer-suffix '\\nAnswer:' --out r/
 """,
     config=MonitorConfig, tables=("facts", "templates"), plan=plan_tables,
-    add_flags=add_flags, from_args=from_args, citation="monitor")
+    add_flags=add_flags, from_args=from_args, citation="monitor",
+    pipeline=Pipeline("fktc", args="--limit 20"))

@@ -27,7 +27,7 @@ from factprobe.core.argtypes import count, positive
 from factprobe.core.errors import UserError
 from factprobe.builders.templates.files import Template, fill, y_is_last
 from factprobe.probes.methods.flags import nonempty
-from factprobe.probes.methods.spec import Probe
+from factprobe.probes.methods.spec import Pipeline, Probe
 from factprobe.probes.methods.templates_in import load_templates
 from factprobe.probes.methods.zp_lke import (
     ZPLKEConfig,
@@ -197,4 +197,7 @@ PROBE = Probe(
   factprobe eval prompt --dataset mc/ --model gpt2 --template-id m1 --out r/     # one template
 """,
     config=PromptConfig, tables=("facts",), plan=plan_tables, add_flags=add_flags,
-    from_args=from_args, citation="zp-lke")   # the baselines of the ZP-LKE paper
+    from_args=from_args, citation="zp-lke",   # the baselines of the ZP-LKE paper
+    pipeline=Pipeline("mc", args="--templates data/templates",
+                      flags="--templates='${templates.dir}'", deps=("${templates.dir}",),
+                      params=("templates.dir",)))

@@ -14,6 +14,21 @@ BACKENDS = ("hf-causal", "hf-masked")
 
 
 @dataclass(frozen=True)
+class Pipeline:
+    """The method's stage in the DVC pipelines: the shipped ``dvc.yaml`` / ``params.yaml`` and
+    ``factprobe init``'s. factprobe.scaffold.stages writes (and tests check) both from these."""
+    dataset: str                 # the dataset it reads: the suffix after the sample's/graph's
+    #                              name (mc: data/datasets/sample-mc, <name>-mc under init)
+    args: str = ""               # the shipped params.yaml's eval.<key>.args
+    init_args: str = ""          # init's params.yaml args ({{holes}} are init's sizes)
+    note: str = ""               # a comment line above the shipped params entry
+    # init only: flags before --out, and the deps and params they bring
+    flags: str = ""
+    deps: tuple[str, ...] = ()
+    params: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Probe:
     name: str                         # the `factprobe eval NAME` subcommand and run.json's method
     summary: str                      # one line for `factprobe eval --help`
@@ -29,6 +44,7 @@ class Probe:
     # the paper: a key of factprobe.builders.publish.citations.PAPERS ("" for a method without one)
     citation: str = ""
     backend: str = "hf-causal"        # the model kind: hf-causal or hf-masked
+    pipeline: Pipeline | None = None  # its DVC stage; None: no stage in the pipelines
 
     def __post_init__(self):
         if self.backend not in BACKENDS:

@@ -23,7 +23,7 @@ import pandas as pd
 from factprobe.core.argtypes import count
 from factprobe.core.errors import UserError
 from factprobe.probes.methods.flags import counts, nonempty
-from factprobe.probes.methods.spec import Probe
+from factprobe.probes.methods.spec import Pipeline, Probe
 from factprobe.probes.plan import Plan, Stage
 from factprobe.probes.requests import GenerateRequest, ScoreRequest
 
@@ -311,4 +311,6 @@ PROBE = Probe(
   factprobe eval zp-lke --dataset data/datasets/sample-mc --model gpt2 --out r/ --dry-run
 """,
     config=ZPLKEConfig, tables=("facts",), plan=plan_tables, add_flags=add_flags,
-    from_args=from_args, citation="zp-lke")
+    from_args=from_args, citation="zp-lke",
+    pipeline=Pipeline("mc", args="--examples 50 --seeds 0",
+                      init_args="--examples {{examples}} --seeds 0"))

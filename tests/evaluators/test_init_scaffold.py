@@ -41,7 +41,8 @@ def test_each_source_gets_its_own_stages():
     assert "--endpoint='${facts.endpoint}'" in sparql["facts"]["cmd"]
     assert "deps" not in sparql["facts"] and "aliases" in sparql and "nobel" in sparql
     # per-method params: each eval stage reads its own section only
-    for name in ("zp-lke", "prompt", "belief", "belief-icl", "monitor"):
+    from factprobe.evaluators.methods import METHODS
+    for name in METHODS:
         params = csv[f"eval-{name}"]["do"]["params"]
         assert f"eval.{name.replace('-', '_')}" in params and "eval" not in params
 

@@ -6,6 +6,7 @@ import pandas as pd
 
 from factprobe.core.errors import UserError
 from factprobe.evaluators.metrics import belief as B
+from factprobe.evaluators.metrics import details as D
 from factprobe.evaluators.metrics.suite import (
     OPTIONS,
     VALIDITY_HEADLINES,
@@ -97,6 +98,18 @@ HEADLINES: dict[str, Headline] = {
     **VALIDITY_HEADLINES,
 }
 
+def sharing(members, common: set, readings: dict) -> pd.DataFrame:
+    """The report's knowledge-sharing matrix of a dataset's BELIEF settings (the share of one
+    setting's correctly answered units the other answers too), over the facts all share."""
+    from factprobe.evaluators.metrics.coverage import sharing_units
+    names = [n for n, _, _ in members]
+    unit = readings.get("sharing_unit", "fact-template")
+    units = {n: sharing_units({u for u in f.attrs.get("units", set()) if u[0] in common}, unit)
+             for n, _, f in members}
+    return pd.DataFrame([[B.sharing_rate(units[a], units[b]) for b in names]
+                         for a in names], index=names, columns=names).round(4)
+
+
 METRICS = MethodMetrics(
     name="belief", compute=belief_metrics, stage="prompts",
     columns=("relation_id", "fact_id", "template_id", "subject_name", "gold_names",
@@ -105,4 +118,5 @@ METRICS = MethodMetrics(
     validity_blocks=("validity",), lower_is_better=frozenset({"acc1_range", "acc1_std"}),
     plots=frozenset({"calibration"}),
     no_link_shuffle="not computed for BELIEF: its rows keep the mask probability of each "
-                    "fact's own gold names only, none of another fact's")
+                    "fact's own gold names only, none of another fact's",
+    details=D.belief, matrix=("sharing", sharing))

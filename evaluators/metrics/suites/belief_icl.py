@@ -7,6 +7,7 @@ import pandas as pd
 from factprobe.core.errors import UserError
 from factprobe.evaluators.metrics import belief as B
 from factprobe.evaluators.metrics import belief_icl as BI
+from factprobe.evaluators.metrics import details as D
 from factprobe.evaluators.metrics import lemmas
 from factprobe.evaluators.metrics.suite import (
     OPTIONS,
@@ -106,4 +107,5 @@ METRICS = MethodMetrics(
     facts=belief_icl_facts, headlines=HEADLINES, main="acc1", family="BELIEF",
     validity_blocks=("validity", "validity_samples"),
     lower_is_better=frozenset({"acc1_range", "acc1_std"}), contexts=True,
-    plots=frozenset({"calibration", "accuracy_vs_examples"}))
+    plots=frozenset({"calibration", "accuracy_vs_examples"}),
+    details=D.belief_icl, matrix=("sharing", belief.sharing))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from factprobe.evaluators.metrics import details as D
 from factprobe.evaluators.metrics import monitor as MO
 from factprobe.evaluators.metrics.suite import (
     OPTIONS,
@@ -81,4 +82,4 @@ METRICS = MethodMetrics(
     link_shuffle_skip={"validity": "undefined for MONITOR's anchor: it is generated after "
                                    "the fact's own gold ('{y*}. Q0(x)'), so another fact's "
                                    "gold is never its anchor"},
-    link_shuffle_stages=("frames",))
+    link_shuffle_stages=("frames",), details=D.monitor)

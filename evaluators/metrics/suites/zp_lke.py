@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from factprobe.core.errors import UserError
+from factprobe.evaluators.metrics import details as D
 from factprobe.evaluators.metrics import zp_lke as Z
 from factprobe.evaluators.metrics.suite import (
     OPTIONS,
@@ -102,8 +103,21 @@ HEADLINES: dict[str, Headline] = {
     **VALIDITY_HEADLINES,
 }
 
+def subsumption(members, common: set, readings: dict) -> pd.DataFrame:
+    """The report's subsumption matrix of a dataset's multiple-choice settings: which
+    setting's known facts the other's contain, over the facts all of them share."""
+    known = {n: set(f.loc[(f["fact_id"].isin(common)) & (f["known"] > 0), "fact_id"])
+             for n, _, f in members}
+    relation_of = {}
+    for _, _, f in members:
+        relation_of.update(zip(f["fact_id"], f["relation_id"]))
+    return Z.subsumption_matrix(
+        known, relation_of, reading=readings.get("subsumption", "per-relation")).round(4)
+
+
 METRICS = MethodMetrics(
     name="zp-lke", compute=zp_lke_metrics, stage="mc", columns=COLUMNS, facts=mc_facts,
     headlines=HEADLINES, main="mc_accuracy", family="multiple choice",
     validity_blocks=("validity", "validity_response"),
-    plots=frozenset({"accuracy_vs_examples", "accuracy_at_k"}))
+    plots=frozenset({"accuracy_vs_examples", "accuracy_at_k"}),
+    details=D.multiple_choice, matrix=("subsumption", subsumption))

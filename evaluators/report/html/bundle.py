@@ -11,7 +11,6 @@ import pandas as pd
 from factprobe.core.markdown import slug
 from factprobe.evaluators.metrics.suite import MetricsOptions
 from factprobe.evaluators.metrics.validity import FAMILIARITY_MARGIN
-from factprobe.evaluators.report.html.details import DETAILS
 from factprobe.evaluators.report.html.facts import (
     _num,
     dataset_info,
@@ -107,7 +106,7 @@ def relation_files(runs: list[Run], options: MetricsOptions) -> tuple[list[dict]
         for i, r in members:
             results = fact_results(r)
             rows = own_rows(r)
-            extract = DETAILS.get(r.method)
+            extract = r.spec.details
             details, conf = extract(rows, r.config, options) if extract else ({}, {})
             for setting, by_fact in results.items():
                 for fid, v in by_fact.items():

@@ -16,6 +16,7 @@ import pandas as pd
 
 from factprobe.core import jsonsafe
 from factprobe.core.tables import file_sha256
+from factprobe.evaluators.metrics.details import _num
 from factprobe.evaluators.report.runs import Run
 from factprobe.probes.subject_blind import split_passes
 
@@ -117,12 +118,3 @@ def fact_results(run: Run) -> dict[str, dict[str, dict]]:
     return out
 
 
-def _num(v, digits: int = 4):
-    """
-    >>> _num(0.123456), _num(float("nan")), _num(None), _num(True)
-    (0.1235, None, None, 1.0)
-    """
-    if v is None:
-        return None
-    v = float(v)
-    return None if math.isnan(v) else round(v, digits)

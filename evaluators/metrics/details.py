@@ -5,7 +5,9 @@ mask's top-k (BELIEF).
 
 Correctness comes from the metric modules' own row functions (``mc_predictions``,
 ``response_correct``, ``belief_rows``, ``icl_rows``, ``anchors``, ``frame_table``), so a ✓ on
-the page is the ✓ the metrics counted. :data:`DETAILS` is the explicit method table.
+the page is the ✓ the metrics counted. Each method's suite names its extractor
+(:attr:`MethodMetrics.details <factprobe.evaluators.metrics.suite.MethodMetrics>`); a method
+without one shows its per-fact results without details.
 
 Each extractor takes the run's own rows and gives ``{fact_id: detail}`` and, where the method
 has no per-fact gold probability in its comparison rows, ``{setting: {fact_id: confidence}}``.
@@ -14,7 +16,6 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -25,11 +26,21 @@ from factprobe.evaluators.metrics import lemmas
 from factprobe.evaluators.metrics import monitor as MO
 from factprobe.evaluators.metrics import zp_lke as Z
 from factprobe.evaluators.metrics.suite import MetricsOptions, cfg_value
-from factprobe.evaluators.report.html.facts import _num
 
 Details = tuple[dict[str, dict], dict[str, dict[str, float | None]]]
 
 MC_KEYS = ("seed", "n_examples", "template_id", "corrupted")
+
+
+def _num(v, digits: int = 4):
+    """
+    >>> _num(0.123456), _num(float("nan")), _num(None), _num(True)
+    (0.1235, None, None, 1.0)
+    """
+    if v is None:
+        return None
+    v = float(v)
+    return None if math.isnan(v) else round(v, digits)
 
 
 def _key(row: dict, keys) -> dict:
@@ -160,12 +171,3 @@ def monitor(rows: pd.DataFrame, cfg, options: MetricsOptions) -> Details:
         d["frames"].sort(key=lambda f: (f["frame"], f["key"]))
     return out, {}
 
-
-# method -> extractor; a method missing here shows its per-fact results without details.
-DETAILS: dict[str, Callable[[pd.DataFrame, object, MetricsOptions], Details]] = {
-    "zp-lke": multiple_choice,
-    "prompt": multiple_choice,
-    "belief": belief,
-    "belief-icl": belief_icl,
-    "monitor": monitor,
-}

@@ -1,0 +1,217 @@
+"""docs/extending.md, first-class: a copy of the repository (its git files) gets the worked
+method exactly as the page says (docs/examples/gold_prob/: two new modules and the table's
+entry in evaluators/methods.py, then the pipelines regenerated), and the new method is then
+everywhere the shipped ones are: `factprobe eval --help`, the shipped dvc.yaml/params.yaml,
+`factprobe init`'s pipeline, `factprobe report` and its HTML explorer data. The copy then runs
+the suite's table-driven tests (those that iterate METHODS), which must pass with the new
+method in the table.
+
+The copy's package is imported from the copy's own folders: a tiny ``sitecustomize`` on
+PYTHONPATH puts a finder first on ``sys.meta_path`` that maps the four top packages
+(setup.py's ``package_dir``) to the copy, ahead of this venv's editable finder, and writes
+nothing anywhere (an editable install into an overlay venv would write its site-packages).
+Measured here: the whole module in about 30 s, of which each interpreter's start is about 1 s
+(the package's imports, not the shim). The backend example and the parts not yet first-class
+are the TODO at the end."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "docs" / "examples" / "gold_prob"
+
+pytestmark = pytest.mark.slow
+
+SHIM = '''\
+import importlib.util, os, sys
+ROOT = os.environ["FACTPROBE_COPY"]
+FOLDERS = {"factprobe": "factprobe", "factprobe.builders": "builders",
+           "factprobe.probes": "probes", "factprobe.evaluators": "evaluators"}
+class CopyFinder:
+    """The four mapped packages from the copy; their submodules follow the packages' paths."""
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name not in FOLDERS:
+            return None
+        folder = os.path.join(ROOT, FOLDERS[name])
+        return importlib.util.spec_from_file_location(
+            name, os.path.join(folder, "__init__.py"), submodule_search_locations=[folder])
+sys.meta_path.insert(0, CopyFinder)
+'''
+
+# the table-driven tests: they iterate METHODS (or the pipelines written from it)
+TABLE_TESTS = ["tests/evaluators/test_methods.py", "tests/test_stages.py",
+               "tests/test_layers.py", "tests/evaluators/test_init_scaffold.py"]
+
+
+def _copy(dest: Path) -> None:
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
+                           check=True).stdout.decode().split("\0")
+    for f in filter(None, files):
+        src = ROOT / f
+        if src.is_file():
+            (dest / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / f)
+
+
+def _add_method(repo: Path) -> list[Path]:
+    """docs/extending.md's three edits; returns the files written or changed."""
+    probe = repo / "probes" / "methods" / "gold_prob.py"
+    suite = repo / "evaluators" / "metrics" / "suites" / "gold_prob.py"
+    shutil.copy(EXAMPLE / "probe.py", probe)
+    shutil.copy(EXAMPLE / "metrics.py", suite)
+    entry = [line for line in (EXAMPLE / "methods_entry.txt").read_text().splitlines()
+             if line and not line.startswith("#")]
+    imports, row = [x for x in entry if x.startswith("from ")], entry[-1]
+    table = repo / "evaluators" / "methods.py"
+    text = table.read_text()
+    anchor = "from factprobe.probes.methods.spec import Probe\n"
+    assert anchor in text and "METHODS: dict[str, Method] = {\n" in text
+    text = text.replace(anchor, "\n".join(imports) + "\n" + anchor)
+    head, tail = text.split("METHODS: dict[str, Method] = {\n")
+    body, rest = tail.split("\n}\n", 1)
+    table.write_text(head + "METHODS: dict[str, Method] = {\n" + body + "\n" + row + "\n}\n"
+                     + rest)
+    return [probe, suite, table]
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory):
+    repo = tmp_path_factory.mktemp("repo")
+    _copy(repo)
+    changed = _add_method(repo)
+    shim = tmp_path_factory.mktemp("shim")
+    (shim / "sitecustomize.py").write_text(SHIM)
+    env = {**os.environ, "PYTHONPATH": str(shim), "FACTPROBE_COPY": str(repo),
+           "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    return repo, env, changed
+
+
+def py(copy, code: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    repo, env, _ = copy
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], cwd=repo,
+                          env=env, capture_output=True, text=True, timeout=600)
+    if check:
+        assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def test_the_copy_imports_itself(copy):
+    repo, _, changed = copy
+    assert len(changed) <= 3                              # the page's promise
+    out = py(copy, "import factprobe.evaluators.methods as m, factprobe.builders as b;"
+                   "print(m.__file__); print(b.__file__)").stdout.split()
+    assert all(p.startswith(str(repo)) for p in out)
+
+
+def test_eval_help_lists_it(copy):
+    out = py(copy, """
+        import contextlib, io
+        from factprobe.cli.app import main
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            try:
+                main(["eval", "--help"])
+            except SystemExit:
+                pass
+        print(buf.getvalue())
+        """).stdout
+    assert "gold-prob" in out and "log-probability of each object after its subject" in out
+
+
+def test_shipped_pipeline_gets_its_stage(copy):
+    repo = copy[0]
+    stale = py(copy, "from factprobe.scaffold.stages import main; raise SystemExit(main(["
+                     "'--check']))", check=False)
+    assert stale.returncode == 1 and "stale: dvc.yaml, params.yaml" in stale.stderr
+    py(copy, "from factprobe.scaffold.stages import main; raise SystemExit(main([]))")
+    stage = yaml.safe_load((repo / "dvc.yaml").read_text())["stages"]["eval-gold-prob"]
+    assert stage["do"]["params"] == ["eval.gold_prob"]
+    assert "factprobe eval gold-prob --quiet" in stage["do"]["cmd"]
+    params = yaml.safe_load((repo / "params.yaml").read_text())["eval"]
+    assert params["gold_prob"] == {"dataset": "sample-mc", "args": ""}
+    # the shipped methods' stages are untouched
+    old = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    new = yaml.safe_load((repo / "dvc.yaml").read_text())["stages"]
+    assert {k: v for k, v in new.items() if k != "eval-gold-prob"} == old
+
+
+def test_init_pipeline_gets_its_stage(copy):
+    out = py(copy, """
+        import json
+        from factprobe.scaffold.render import InitConfig, rendered
+        files = rendered(InitConfig(dir="x", source="csv", path="t.csv"))
+        print(json.dumps(files))
+        """).stdout
+    files = json.loads(out)
+    stage = yaml.safe_load(files["dvc.yaml"])["stages"]["eval-gold-prob"]
+    assert stage["do"]["outs"] == ["data/results/${name}-mc/gold-prob/${key}"]
+    assert yaml.safe_load(files["params.yaml"])["eval"]["gold_prob"] == {"args": ""}
+
+
+def test_report_and_explorer_show_it(copy):
+    repo = copy[0]
+    py(copy, """
+        import pyarrow as pa
+        from factprobe.core.tables import FACTS_SCHEMA, base_manifest, write_dataset
+        from factprobe.cli.app import main
+        from factprobe.probes.planting.model_factory import causal_model, save, train_tokenizer
+        pairs = [("France", "Paris"), ("Japan", "Tokyo"), ("Peru", "Lima")]
+        facts = [{"fact_id": f"f{i}", "relation_id": "P36", "subject_id": f"Q{i}",
+                  "object_id": f"Q{10 + i}", "subject": s, "object": o, "subject_aliases": [],
+                  "object_aliases": [], "answers": [o], "split": "test", "source": "example"}
+                 for i, (s, o) in enumerate(pairs)]
+        write_dataset("e2e/facts", {"facts": pa.Table.from_pylist(facts, schema=FACTS_SCHEMA)},
+                      base_manifest("capitals", "facts", {}, {}, {}))
+        tok = train_tokenizer([f"{s} {o}" for s, o in pairs] * 10, vocab_size=300)
+        save(causal_model(tok, layers=1, width=32), tok, "e2e/model")
+        assert main(["eval", "gold-prob", "--dataset", "e2e/facts", "--model", "e2e/model",
+                     "--out", "e2e/run", "--quiet"]) == 0
+        assert main(["report", "--results", "e2e/run", "--out", "e2e/report", "--no-plots",
+                     "--html", "--quiet"]) == 0
+        """)
+    metrics = json.loads((repo / "e2e" / "run" / "metrics.json").read_text())
+    assert metrics["method"] == "gold-prob" and metrics["facts"] == 3
+    board = (repo / "e2e" / "report" / "tables" / "leaderboard.md").read_text()
+    assert "### gold-prob on capitals" in board and "mean gold log-prob" in board
+    # the explorer: the run is a setting of the index, and every fact has its result
+    page = (repo / "e2e" / "report" / "index.html").read_text()
+    assert '"method":"gold-prob","model":"run","name":"gold-prob: run"' in page
+    data = (repo / "e2e" / "report" / "explorer" / "data" / "d0-capitals" / "r000-P36.js")
+    bundle = json.loads(data.read_text().split(",", 1)[1].rsplit(");", 1)[0])
+    assert bundle["settings"] == ["0:"]
+    assert [f["results"]["0:"]["correct"] for f in bundle["facts"]] == pytest.approx(
+        [metrics["mean_logprob"]["value"]] * 3, abs=0.5)
+
+
+def test_table_driven_tests_pass_on_the_copy(copy):
+    repo, env, _ = copy
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-x", *TABLE_TESTS], cwd=repo, env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:]
+    # and they did run for the new method
+    assert "test_entry[gold-prob]" in subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only",
+         TABLE_TESTS[0]], cwd=repo, env=env, capture_output=True, text=True).stdout
+
+
+# TODO(extending): not yet run first-class here --
+#  * the card: builders/publish/card.py still keeps its own method lists (KINDS' papers,
+#    METHODS' texts); a new method does not appear in a dataset card yet.
+#  * a planted-model validity test for the new method (tests/planted/ machinery): the example's
+#    metrics declare no validity block.
+#  * "Adding a metric" in 2 files and "Adding a source" in 2 files on the copy (the page's
+#    examples still run in-process, tests/docs/test_extending_*.py).
+#  * TODO(backend): the backend example ("Adding a backend": a module and a row in
+#    probes/backends KINDS, usable via `factprobe eval --backend`) waits for the --backend flag
+#    and the backend kinds table another change is building; add its first-class case here.
