@@ -159,3 +159,20 @@ def _same_files(a: Path, b: Path) -> None:
     for name in names:
         if (a / name).is_file():
             assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+def test_the_library_page_example_runs(world, tmp_path, monkeypatch, capsys):
+    """docs/library.md's first example, in a folder laid out as the project is."""
+    import re
+    import shutil
+    page = (Path(__file__).resolve().parents[1] / "docs" / "library.md").read_text()
+    code = re.findall(r"^```python\n(.*?)^```$", page, flags=re.S | re.M)[0]
+    (tmp_path / "data" / "kg").mkdir(parents=True)
+    shutil.copy(GRAPH, tmp_path / "data" / "kg" / "sample.ttl")
+    shutil.copytree(world["mc"], tmp_path / "data" / "datasets" / "sample-mc")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "docs/library.md", "exec"), {"__name__": "library_example"})
+    value, rows = capsys.readouterr().out.split()
+    assert 0 < float(value) < 1 and int(rows) > 0
+    assert (tmp_path / "datasets" / "facts" / "facts.parquet").is_file()
+    assert (tmp_path / "reports" / "zp-lke" / "report.md").is_file()
