@@ -1,9 +1,9 @@
-"""factprobe from Python: the same work as the command line, called as functions.
+"""factprobe from Python: the same work as the command line, called as functions::
 
->>> import factprobe                                                     # doctest: +SKIP
->>> run = factprobe.evaluate("zp-lke", "data/datasets/sample-mc", "data/models/planted",
-...                          out="runs/zp-lke", examples=10, limit=20)
->>> run.metrics["accuracy_at_k"]["0.0"]["value"], len(run.outputs)
+    import factprobe
+    run = factprobe.evaluate("zp-lke", "data/datasets/sample-mc", "data/models/planted",
+                             out="runs/zp-lke", examples=10, limit=20)
+    run.metrics["accuracy_at_k"]["0.0"]["value"], len(run.outputs)
 
 Four calls and one class (docs/library.md):
 
