@@ -21,6 +21,7 @@ numbers; reductions belong to the evaluators.
 """
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -97,11 +98,34 @@ CALLS: dict[str, type] = {"score": Scores, "generate": Generates, "fill_mask": F
 
 
 @dataclass(frozen=True)
+class Lazy:
+    """``module.name``, imported when first called: the kinds table names a backend's loader
+    without importing its heavy code (torch, transformers) until that kind is chosen. A plain
+    value, so it pickles (a Ray replica receives the loader and imports it there)."""
+
+    module: str
+    name: str
+
+    def __call__(self, *args, **kwargs):
+        return getattr(importlib.import_module(self.module), self.name)(*args, **kwargs)
+
+
+@dataclass(frozen=True)
 class BackendKind:
-    """One row of the kinds table: what the kind can do, and how to load one."""
+    """One row of the kinds table: what the kind can do, how to load one, and where its
+    options live.
+
+    ``options`` names the module that owns the kind's command-line options (imported only to
+    build ``factprobe eval``'s flags, so it stays light): ``add_flags(group)`` adds its flags,
+    ``from_args(args, kind)`` turns the parsed flags (``--model`` among them) into the kind's
+    config dataclass, which has ``model`` and ``kind`` fields and is what ``load`` receives.
+    Kinds sharing one options module share its flags. "" for a kind used from Python only.
+    ``threads``: the kind computes with torch's intra-op threads, so ``--threads`` applies."""
 
     capabilities: frozenset[str]
     load: Callable[[BackendConfig], Backend]
+    options: str = ""
+    threads: bool = False
 
 
 def missing(needs: frozenset[str], backend: str, capabilities: frozenset[str]) -> str | None:

@@ -1,6 +1,19 @@
+"""The Hugging Face kinds' options (``hf-causal`` and ``hf-masked``): their config dataclass
+and their ``factprobe eval`` flags, which only these kinds take.
+
+A module light enough to import for ``--help``: the flags' checks need no model library.
+"""
 from __future__ import annotations
 
+import argparse
+import re
 from dataclasses import dataclass
+from pathlib import Path
+
+from factprobe.core.argtypes import positive
+from factprobe.core.errors import UserError
+
+DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 
 
 @dataclass(frozen=True)
@@ -18,3 +31,44 @@ class BackendConfig:
     add_bos: bool | None = None
     prefix_cache: bool = True        # reuse the key/value cache of shared prefixes
     kind: str = "hf-causal"          # a key of factprobe.probes.backends.KINDS: which backend loads it
+
+
+def _device(value: str) -> str:
+    if not DEVICE.match(value):
+        raise argparse.ArgumentTypeError(f"{value!r}: use auto, cpu, cuda, cuda:N or mps")
+    return value
+
+
+def add_flags(g) -> None:
+    """The flags of the Hugging Face kinds. Their parsed defaults are None or False (the
+    defaults below are applied by :func:`from_args`), so a flag given to another kind can be
+    told from one left alone."""
+    g.add_argument("--revision", help="Hub revision (branch, tag or commit)")
+    g.add_argument("--dtype", choices=("auto", "float32", "bfloat16", "float16"),
+                   help="weights' dtype (auto: bfloat16 on a GPU that supports it, else "
+                        "float32)")
+    g.add_argument("--device", type=_device, help="auto, cpu, cuda, cuda:N or mps (auto)")
+    g.add_argument("--batch-size", type=positive,
+                   help="rows per forward pass (32; halved automatically on out-of-memory)")
+    g.add_argument("--trust-remote-code", action="store_true",
+                   help="run code shipped with the model (off unless asked)")
+    g.add_argument("--add-bos", action=argparse.BooleanOptionalAction, default=None,
+                   help="prepend the BOS token to every prompt, or never (--no-add-bos); "
+                   "default: as the tokenizer does (Llama-family yes, GPT-2/Pythia no), which "
+                   "is what vLLM sends; run.json records the choice")
+    g.add_argument("--no-prefix-cache", action="store_true",
+                   help="compute every sequence in full (slower; for checking)")
+
+
+def from_args(args, kind: str) -> BackendConfig:
+    """The parsed flags (``--model`` and the ones above) as the config ``kind`` loads."""
+    if args.revision is not None:
+        if not args.revision.strip():
+            raise UserError("--revision is empty: give a branch, tag or commit, or drop it")
+        if Path(args.model).is_dir():
+            raise UserError(f"--revision {args.revision}: {args.model} is a local folder, "
+                            f"which has no revisions; drop --revision (it is for Hub models)")
+    return BackendConfig(model=args.model, revision=args.revision, dtype=args.dtype or "auto",
+                         device=args.device or "auto", batch_size=args.batch_size or 32,
+                         trust_remote_code=args.trust_remote_code, add_bos=args.add_bos,
+                         prefix_cache=not args.no_prefix_cache, kind=kind)

@@ -1,14 +1,11 @@
 """Loading a model and tokenizer, with one clear error when that is impossible."""
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from factprobe.core.errors import UserError
-from factprobe.probes.backends.config import BackendConfig
+from factprobe.probes.backends.config import DEVICE, BackendConfig
 from factprobe.probes.backends.model_files import check_model_folder
-
-DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 
 
 def pick_device(requested: str) -> str:

@@ -91,10 +91,11 @@ SAMPLE_MC = Path(__file__).resolve().parents[3] / "data" / "datasets" / "sample-
 def test_flags_parse_to_none_true_false():
     import argparse
 
-    from factprobe.cli.evaluate import _backend_config, _backend_flags
+    from factprobe.probes.backends.config import add_flags, from_args
     p = argparse.ArgumentParser()
-    _backend_flags(p)
-    got = [_backend_config(p.parse_args(["--model", "m", *f])).add_bos
+    p.add_argument("--model")
+    add_flags(p)                     # the hf kinds' own flags (probes/backends/config.py)
+    got = [from_args(p.parse_args(["--model", "m", *f]), "hf-causal").add_bos
            for f in ([], ["--add-bos"], ["--no-add-bos"])]
     assert got == [None, True, False]
 

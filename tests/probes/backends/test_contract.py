@@ -1,4 +1,4 @@
-"""Both Hugging Face backends meet the contract of probes/backends/base.py, each capability the
+"""Every kind (the Hugging Face backends and the fake one) meets the contract of probes/backends/base.py, each capability the
 kinds table declares works, and a plan that needs what a kind lacks is refused before loading."""
 from __future__ import annotations
 
@@ -20,6 +20,13 @@ from factprobe.probes.requests import (
 )
 
 MODEL = {"hf-causal": "tiny_causal_dir", "hf-masked": "tiny_masked_dir"}
+
+
+def _config(request, kind: str):
+    if kind == "fake":                       # no model: any name
+        from factprobe.probes.backends.fake import FakeConfig
+        return FakeConfig("fake")
+    return BackendConfig(str(request.getfixturevalue(MODEL[kind])), kind=kind)
 
 
 def _use(backend, capability: str) -> None:
@@ -48,7 +55,7 @@ def _use(backend, capability: str) -> None:
 def test_each_kind_meets_the_contract(request, kind):
     declared = KINDS[kind].capabilities
     assert declared <= CAPABILITIES
-    backend = load_backend(BackendConfig(str(request.getfixturevalue(MODEL[kind])), kind=kind))
+    backend = load_backend(_config(request, kind))
     assert isinstance(backend, Backend)
     assert backend.capabilities == declared                   # the table says it before loading
     before = backend.usage()
@@ -62,6 +69,9 @@ def test_each_kind_meets_the_contract(request, kind):
     assert "kind" not in described["backend"]                 # run.json keeps its old keys
     assert set(described["model"]) == {"name", "type", "revision", "parameters", "device",
                                        "dtype"}
+    if kind == "fake":
+        assert described["model"]["type"] == "fake" and described["model"]["parameters"] == 0
+        return
     assert described["model"]["parameters"] > 0
     assert backend.identity()["masked"] is (kind == "hf-masked")
 
@@ -94,7 +104,7 @@ def test_an_unsuitable_kind_is_refused_before_loading(tmp_path, capsys):
     assert str(exc.value) == ("belief: this method needs a backend that can fill_mask; backend "
                               "kind 'hf-causal' offers generate, score, token_ids, watch")
     with pytest.raises(UserError, match="backend kind 'nope' is not known; known kinds: "
-                                        "hf-causal, hf-masked"):
+                                        "fake, hf-causal, hf-masked"):
         run_eval(EvalConfig("belief", "d", str(tmp_path / "out")),
                  BackendConfig("m", kind="nope"), plan, {}, {}, kinds=KINDS)
     assert not (tmp_path / "out").exists()
