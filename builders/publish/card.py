@@ -23,6 +23,7 @@ from factprobe.core.tables import factprobe_version
 from factprobe.builders.publish import card_text
 from factprobe.builders.publish.card_sections import built_section, fields_section, splits_section
 from factprobe.builders.publish.citations import PAPERS, toolkit_bibtex
+from factprobe.builders.sources.table import SOURCES, Card, recorded_source
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,8 @@ def source_kind(manifest: Mapping[str, Any]) -> str:
     """``wikidata``, ``sparql``, ``rdf``, ``trex``, ``csv`` or what the manifest says.
 
     Graph sources record a ``type`` tag; T-REx and CSV readers record their own provenance
-    fields instead, so those are recognised by shape.
+    fields instead, so those are recognised by shape (the sources' table,
+    :func:`~factprobe.builders.sources.table.recorded_source`).
 
     >>> source_kind({"source": {"type": "facts", "facts_source": {"kind": "lama", "files": {}}}})
     'trex'
@@ -123,11 +125,13 @@ def source_kind(manifest: Mapping[str, Any]) -> str:
     tag = str(src.get("type") or "")
     if tag:
         return tag.split(":", 1)[0]
-    if src.get("kind") in ("lama", "hf"):
-        return "trex"
-    if "delimiter" in src:
-        return "csv"
-    return str((manifest.get("params") or {}).get("source") or "unknown")
+    return recorded_source(src) or str((manifest.get("params") or {}).get("source") or "unknown")
+
+
+def _card(manifest: Mapping[str, Any]) -> Card | None:
+    """The card text of the facts' source (an entry of the sources' table), if it is one."""
+    source = SOURCES.get(source_kind(manifest))
+    return source.card if source else None
 
 
 def describe_source(manifest: Mapping[str, Any]) -> str:
@@ -138,22 +142,12 @@ def describe_source(manifest: Mapping[str, Any]) -> str:
     >>> describe_source({"source": {"type": "facts", "facts_source": {"kind": "lama"}}})
     'T-REx'
     """
-    src, kind = root_source(manifest), source_kind(manifest)
-    name = str(src.get("path") or "").rstrip("/").rsplit("/", 1)[-1]
-    if kind == "trex":
-        return "T-REx"
-    if kind == "wikidata":
-        return "Wikidata"
-    if kind == "wikidata-dump":
-        return f"the Wikidata dump of {escape(src.get('dump_date') or 'an unknown date')}"
-    if kind == "sparql":
-        return f"the SPARQL endpoint {code(src.get('endpoint') or str(src.get('type'))[7:])}"
-    if kind == "rdf":
-        return f"the RDF graph {code(name)}"
-    if kind == "csv":
-        return f"the CSV file {code(name)}"
+    src, kind, card = root_source(manifest), source_kind(manifest), _card(manifest)
+    if card is not None:
+        return card.describe(src)
     if kind == "fktc-import":
         return "the MONITOR authors' FKTC files"
+    name = str(src.get("path") or "").rstrip("/").rsplit("/", 1)[-1]
     return f"a {code(kind)} source" + (f" ({code(name)})" if name else "")
 
 
@@ -165,9 +159,9 @@ def title(manifest: Mapping[str, Any]) -> str:
     >>> title({"kind": "mc", "source": {"type": "facts", "facts_source": {"kind": "lama"}}})
     'T-REx-MC: multiple-choice fact questions from T-REx'
     """
-    kind, src = manifest.get("kind"), describe_source(manifest)
+    kind, src, card = manifest.get("kind"), describe_source(manifest), _card(manifest)
     if kind == "mc":
-        return ("T-REx-MC: multiple-choice fact questions from T-REx" if src == "T-REx" else
+        return (card.mc_title if card is not None and card.mc_title else
                 f"Multiple-choice probing set built with the T-REx-MC construction from {src}")
     if kind == "fktc" and source_kind(manifest) == "fktc-import":
         return "FKTC, the MONITOR test corpus, imported from the authors' files"
@@ -191,13 +185,9 @@ def default_license(manifest: Mapping[str, Any]) -> tuple[str, str]:
     is for. For the bundled sample and for users' own graphs we cannot know the upstream terms,
     so the default is CC BY 4.0 with a note to check them (and ``--license`` to change it).
     """
-    kind = source_kind(manifest)
-    if kind == "trex":
-        return "cc-by-sa-4.0", ("derived from T-REx, which is licensed CC BY-SA 4.0; "
-                                "share-alike applies to this derived dataset")
-    if kind in ("wikidata", "wikidata-dump"):
-        return "cc-by-4.0", ("derived from Wikidata, whose data is CC0; CC BY 4.0 asks you to "
-                             "credit this build")
+    kind, card = source_kind(manifest), _card(manifest)
+    if card is not None and card.license is not None:
+        return card.license
     return "cc-by-4.0", (f"built from a {code(kind)} source, whose own license factprobe "
                          f"cannot know: check that its terms allow CC BY 4.0, or publish with "
                          f"--license to match them")
@@ -209,10 +199,9 @@ def language(manifest: Mapping[str, Any]) -> str:
 
 
 def _source_datasets(manifest: Mapping[str, Any]) -> list[str]:
-    src = root_source(manifest)
-    if source_kind(manifest) == "trex" and src.get("kind") == "hf" and "/" in str(src.get("path")):
-        return [f"extended|{src['path']}"]  # built from a Hub copy of T-REx (relbert/t_rex)
-    return ["original"]
+    card = _card(manifest)
+    hub = card.hub(root_source(manifest)) if card is not None and card.hub else None
+    return [hub or "original"]   # e.g. built from a Hub copy of T-REx (relbert/t_rex)
 
 
 def kind_of(manifest: Mapping[str, Any]) -> Kind:
@@ -223,13 +212,13 @@ def tags(manifest: Mapping[str, Any]) -> list[str]:
     """Tags that hold for this dataset: ``t-rex-mc`` only for multiple choice built from T-REx."""
     out = ["factual-knowledge", "knowledge-probing", "knowledge-graph", "factprobe",
            *kind_of(manifest).tags]
-    src = source_kind(manifest)
-    if manifest.get("kind") == "mc" and src == "trex":
-        out.append("t-rex-mc")
-    if manifest.get("kind") == "fktc" and src == "fktc-import":
+    card = _card(manifest)
+    if manifest.get("kind") == "mc" and card is not None and card.mc_tag:
+        out.append(card.mc_tag)
+    if manifest.get("kind") == "fktc" and source_kind(manifest) == "fktc-import":
         out.append("fktc")
-    if src in ("wikidata", "wikidata-dump", "trex"):
-        out.append("t-rex" if src == "trex" else "wikidata")
+    if card is not None and card.tag:
+        out.append(card.tag)
     return out
 
 
