@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # the builder imports this table; the type is for readers onl
 Src = Mapping[str, Any]   # a manifest's record of the source (its ``provenance`` source)
 
 
-def _name(src: Src) -> str:
+def path_name(src: Src) -> str:
     """The last part of the recorded path: the file or folder the facts came from."""
     return str(src.get("path") or "").rstrip("/").rsplit("/", 1)[-1]
 
@@ -173,7 +173,7 @@ SOURCES: dict[str, Source] = {
         aliases="graph", unsized="a sparql source is read by `dvc repro`, not at init",
         nobel=True),
     "rdf": Source(_graph, "path", "FILE (Turtle, N-Triples, RDF/XML...)", Card(
-        lambda src: f"the RDF graph {code(_name(src))}",
+        lambda src: f"the RDF graph {code(path_name(src))}",
         lambda src: f"RDF file {cell(src.get('path'))} ({src.get('format', 'RDF')})"),
         aliases="graph", nobel=True),
     "trex": Source(_trex, "path", "(a folder of P<id>.jsonl files, a local copy of "
@@ -184,7 +184,7 @@ SOURCES: dict[str, Source] = {
         tag="t-rex", mc_title="T-REx-MC: multiple-choice fact questions from T-REx",
         mc_tag="t-rex-mc", hub=_hf_copy, shape=lambda src: src.get("kind") in ("lama", "hf"))),
     "csv": Source(_csv, "path", "FILE.csv (columns subject, relation, object)", Card(
-        lambda src: f"the CSV file {code(_name(src))}",
+        lambda src: f"the CSV file {code(path_name(src))}",
         lambda src: f"CSV of triples {cell(src.get('path'))}",
         shape=lambda src: "delimiter" in src)),
     "wikidata-dump": Source(_wikidata_dump, "path",
