@@ -273,6 +273,10 @@ def test_a_source_is_first_class(copy):
     src = repo / "src-e2e"
     src.mkdir()
     (src / "triples.jsonl").write_text("".join(json.dumps(x) + "\n" for x in TRIPLES))
+    # init sizes params.yaml from the file: enough facts for the smallest multiple-choice set
+    (src / "graph.jsonl").write_text("".join(json.dumps(
+        {"subject": f"Q{i}", "subject_label": f"country {i}", "relation": "P36",
+         "object": f"Q{100 + i}", "object_label": f"city {i}"}) + "\n" for i in range(12)))
     out = py(copy, """
         import contextlib, io, json
         from factprobe.cli.app import main
@@ -284,7 +288,7 @@ def test_a_source_is_first_class(copy):
         assert main(["publish", "src-e2e/facts", "--repo-id", "me/capitals", "--dry-run",
                      "src-e2e/hub", "--quiet"]) == 0
         assert main(["init", "src-e2e/repo", "--source", "jsonl", "--path",
-                     "src-e2e/triples.jsonl", "--relations", "all", "--quiet"]) == 0
+                     "src-e2e/graph.jsonl", "--relations", "all", "--quiet"]) == 0
         """).stdout
     assert json.loads(out) == [["Berlin", "Germany"], ["Paris", "France"]]
     card = (src / "hub" / "README.md").read_text()
@@ -295,7 +299,7 @@ def test_a_source_is_first_class(copy):
     assert "--source jsonl --path='${facts.path}'" in stages["facts"]["cmd"]
     assert "aliases" not in stages and "nobel" not in stages   # the entry says neither
     params = (src / "repo" / "params.yaml").read_text()
-    assert "Not sized" not in params and "triples.jsonl" in params
+    assert "Not sized" not in params and "graph.jsonl" in params
     # its flag checks are the built-in ones'
     done = py(copy, "from factprobe.cli.app import main; raise SystemExit(main(['build', "
                     "'facts', '--source', 'jsonl', '--relations', 'all', '--out', 'x']))",
