@@ -5,6 +5,11 @@ everywhere the shipped ones are: `factprobe eval --help`, the shipped dvc.yaml/p
 `factprobe init`'s pipeline, `factprobe report` and its HTML explorer data. The copy then runs
 the suite's table-driven tests (those that iterate METHODS), which must pass with the new
 method in the table.
+The same copy gets the worked source (docs/examples/jsonl_source/: its module and its adapter
+and entry in builders/sources/table.py), which `factprobe build facts`, `factprobe init` and
+the dataset card (`factprobe publish --dry-run`) then know, and the worked metric
+(docs/examples/top2_metric/: a function in ZP-LKE's metric module, a line and a headline in its
+suite), which the report's metrics.json and leaderboard then show.
 
 The copy's package is imported from the copy's own folders: a tiny ``sitecustomize`` on
 PYTHONPATH puts a finder first on ``sys.meta_path`` that maps the four top packages
