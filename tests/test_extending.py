@@ -300,6 +300,8 @@ def test_a_source_is_first_class(copy):
     assert "Built with [factprobe](#citation-information) from the JSON-lines file " \
            "`triples.jsonl`" in card
     assert "- JSON lines of triples `src-e2e/triples.jsonl`" in card
+    # the new method's line is in the card of the kinds it serves (its probe's card=, serves=)
+    assert "- gold-prob: the log-probability of each fact's object after its subject" in card
     stages = yaml.safe_load((src / "repo" / "dvc.yaml").read_text())["stages"]
     assert "--source jsonl --path='${facts.path}'" in stages["facts"]["cmd"]
     assert "aliases" not in stages and "nobel" not in stages   # the entry says neither
@@ -341,8 +343,6 @@ def test_a_metric_is_first_class(copy):
 
 
 # TODO(extending): not yet run first-class here --
-#  * the card: builders/publish/card.py still keeps its own method lists (KINDS' papers,
-#    METHODS' texts); a new method does not appear in a dataset card yet.
 #  * a planted-model validity test for the new method (tests/planted/ machinery): the example's
 #    metrics declare no validity block.
 #  * TODO(backend): the backend example ("Adding a backend": a module and a row in

@@ -27,6 +27,16 @@ from factprobe.builders.sources.table import SOURCES, Card, recorded_source
 
 
 @dataclass(frozen=True)
+class MethodText:
+    """What the card says of a probing method's paper: plain data from the table of methods
+    (the publish command passes it; this layer cannot import the methods)."""
+    paper: str                    # a key of citations.PAPERS ("": a method without one)
+    text: str                     # its line under Supported Tasks and Methods
+    kinds: tuple[str, ...]        # the dataset kinds it serves: reads, or whose construction
+    #                               follows its paper
+
+
+@dataclass(frozen=True)
 class CardOptions:
     repo_id: str
     license: str | None = None    # None: chosen from the source, see default_license
@@ -35,6 +45,7 @@ class CardOptions:
     pretty_name: str | None = None    # None: the construction title (see title)
     description: str | None = None
     authors: tuple[str, ...] = ()
+    methods: tuple[MethodText, ...] = ()   # the methods a dataset may serve (none: no paper)
 
 
 @dataclass(frozen=True)
@@ -48,36 +59,20 @@ class RepoVersion:
 class Kind:
     tasks: tuple[str, ...]        # Hub task categories
     task_ids: tuple[str, ...]     # Hub task ids
-    papers: tuple[str, ...]       # keys of citations.PAPERS: the methods the kind serves
     tags: tuple[str, ...] = ()
 
 
-# Which papers a kind serves: the method that reads it (`factprobe eval`), or whose construction
-# it follows. tests/builders/publish checks this against the probes' own citations.
 KINDS: dict[str, Kind] = {
-    "facts": Kind(("question-answering", "text-generation"), ("open-domain-qa",), ("zp-lke",)),
-    "mc": Kind(("multiple-choice", "question-answering"), ("multiple-choice-qa",), ("zp-lke",),
+    "facts": Kind(("question-answering", "text-generation"), ("open-domain-qa",)),
+    "mc": Kind(("multiple-choice", "question-answering"), ("multiple-choice-qa",),
                ("multiple-choice",)),
-    "nobel": Kind(("question-answering", "multiple-choice"), (), ("zp-lke",), ("nobel-prize",)),
-    "misprimes": Kind(("question-answering",), (), ("monitor",), ("misprimes",)),
-    "multiprompt": Kind(("fill-mask", "question-answering"), (), ("belief",), ("multi-prompt",)),
-    "fktc": Kind(("question-answering",), (), ("monitor",), ("paraphrases", "misprimes")),
-    "templates": Kind(("text-generation",), (), ("belief", "monitor"), ("prompt-templates",)),
+    "nobel": Kind(("question-answering", "multiple-choice"), (), ("nobel-prize",)),
+    "misprimes": Kind(("question-answering",), (), ("misprimes",)),
+    "multiprompt": Kind(("fill-mask", "question-answering"), (), ("multi-prompt",)),
+    "fktc": Kind(("question-answering",), (), ("paraphrases", "misprimes")),
+    "templates": Kind(("text-generation",), (), ("prompt-templates",)),
 }
-_OTHER = Kind(("question-answering",), (), ())
-
-METHODS = {
-    "zp-lke": "ZP-LKE (Wu et al., WSDM 2025): zero-prompt many-shot probing, in-context "
-              "(subject, object) pairs of one relation; multiple-choice accuracy over `choices` "
-              "(or the relation's objects) and response accuracy against `answers` "
-              "(`factprobe eval zp-lke`; the prompt baselines: `factprobe eval prompt`).",
-    "belief": "BELIEF / BELIEF-ICL (Zhao, Yoshinaga and Oba, 2024): multi-prompt probing, "
-              "subject aliases x templates; accuracy, consistency and over-confidence "
-              "(`factprobe eval belief`, `factprobe eval belief-icl`).",
-    "monitor": "MONITOR (Wang, Haddow, Birch and Peng, NAACL 2024): reliability of the answer "
-               "distribution under paraphrased prompts and in-context interference "
-               "(`factprobe eval monitor`).",
-}
+_OTHER = Kind(("question-answering",), ())
 
 _SIZES = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
           (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"),
@@ -315,15 +310,21 @@ def _pipe(cell: str) -> str:
     return cell.replace("|", "\\|")
 
 
-def cited_papers(manifest: Mapping[str, Any]) -> list[str]:
-    """The papers a dataset's card cites: those whose construction or method it serves."""
-    return list(kind_of(manifest).papers)
+def cited_methods(manifest: Mapping[str, Any], options: CardOptions) -> list[MethodText]:
+    """The methods a dataset's card names, one per paper: those its kind serves (the papers
+    whose construction or method it serves), in the table's order."""
+    out: dict[str, MethodText] = {}
+    for method in options.methods:
+        if manifest.get("kind") in method.kinds:
+            out.setdefault(method.paper or method.text, method)   # a method without a paper
+    return list(out.values())
 
 
 def card_body(manifest: Mapping[str, Any], layout: Mapping[str, Any], options: CardOptions,
               version: RepoVersion, relation_labels: Mapping[str, str],
               example: Mapping[str, Any] | None = None) -> str:
-    papers = cited_papers(manifest)
+    methods = cited_methods(manifest, options)
+    papers = [m.paper for m in methods if m.paper]
     license_id = options.license or default_license(manifest)[0]
     why = (default_license(manifest)[1] if options.license is None
            else "chosen by the publisher")
@@ -339,7 +340,7 @@ def card_body(manifest: Mapping[str, Any], layout: Mapping[str, Any], options: C
               f"everything below comes from the build's manifest (`dataset.json`, included "
               f"unchanged), which records the whole chain of builds back to the source.", ""]
     lines += ["### Supported Tasks and Methods", ""]
-    lines += ([f"- {METHODS[p]}" for p in papers] or
+    lines += ([f"- {m.text}" for m in methods] or
               ["- Any `factprobe build` that reads a dataset of this kind."]) + [""]
     lines += ["### Languages", "", f"Labels and templates are in {code(language(manifest))}.", ""]
     lines += _usage(options.repo_id, options, main, others)
