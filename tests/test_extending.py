@@ -5,6 +5,11 @@ everywhere the shipped ones are: `factprobe eval --help`, the shipped dvc.yaml/p
 `factprobe init`'s pipeline, `factprobe report` and its HTML explorer data. The copy then runs
 the suite's table-driven tests (those that iterate METHODS), which must pass with the new
 method in the table.
+The same copy gets the worked source (docs/examples/jsonl_source/: its module and its adapter
+and entry in builders/sources/table.py), which `factprobe build facts`, `factprobe init` and
+the dataset card (`factprobe publish --dry-run`) then know, and the worked metric
+(docs/examples/top2_metric/: a function in ZP-LKE's metric module, a line and a headline in its
+suite), which the report's metrics.json and leaderboard then show.
 
 The copy's package is imported from the copy's own folders: a tiny ``sitecustomize`` on
 PYTHONPATH puts a finder first on ``sys.meta_path`` that maps the four top packages
@@ -28,6 +33,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "docs" / "examples" / "gold_prob"
+SOURCE = ROOT / "docs" / "examples" / "jsonl_source"
+METRIC = ROOT / "docs" / "examples" / "top2_metric"
 
 pytestmark = pytest.mark.slow
 
@@ -84,11 +91,62 @@ def _add_method(repo: Path) -> list[Path]:
     return [probe, suite, table]
 
 
+def _parts(path: Path) -> list[list[str]]:
+    """An example's insertions: the code lines after each comment line, in order."""
+    parts: list[list[str]] = []
+    for line in path.read_text().splitlines():
+        if line.startswith("#"):
+            parts.append([])
+        elif line:
+            parts[-1].append(line)
+    return parts
+
+
+def _insert(path: Path, anchor: str, lines: list[str], after: bool = False) -> None:
+    """``lines`` before (or after) the one line that is ``anchor``."""
+    text = path.read_text()
+    assert text.count(anchor) == 1, anchor
+    block = "\n".join(lines) + "\n"
+    path.write_text(text.replace(anchor, anchor + block if after else block + anchor))
+
+
+def _add_source(repo: Path) -> list[Path]:
+    """docs/extending.md's "Adding a source": the module, and its adapter and entry in the
+    sources' table; returns the files written or changed."""
+    module = repo / "builders" / "sources" / "jsonl.py"
+    shutil.copy(SOURCE / "jsonl.py", module)
+    adapter, entry = _parts(SOURCE / "sources_entry.txt")
+    table = repo / "builders" / "sources" / "table.py"
+    _insert(table, "# name -> source; the order is the order of --source's choices.\n",
+            [*adapter, "", ""])
+    head, tail = table.read_text().split("SOURCES: dict[str, Source] = {\n")
+    body, rest = tail.split("\n}\n", 1)
+    table.write_text(head + "SOURCES: dict[str, Source] = {\n" + body + "\n" + "\n".join(entry)
+                     + "\n}\n" + rest)
+    return [module, table]
+
+
+def _add_metric(repo: Path) -> list[Path]:
+    """docs/extending.md's "Adding a metric": top-2 accuracy in ZP-LKE's metric module, and its
+    line and headline in the method's suite."""
+    module = repo / "evaluators" / "metrics" / "zp_lke.py"
+    module.write_text(module.read_text() + "\n\n" + (METRIC / "metric.py").read_text())
+    imports, line, headline = _parts(METRIC / "suite_lines.txt")
+    suite = repo / "evaluators" / "metrics" / "suites" / "zp_lke.py"
+    _insert(suite, "from factprobe.evaluators.metrics.validity import validity\n", imports)
+    _insert(suite, '    out["accuracy_at_k_rule"] = cfg_value(cfg, "accuracy_at_k", None) or '
+                   '"formula"\n', line, after=True)
+    _insert(suite, '    "response_accuracy": (("response_accuracy",), "response accuracy", '
+                   'True),\n', headline, after=True)
+    return [module, suite]
+
+
 @pytest.fixture(scope="module")
 def copy(tmp_path_factory):
     repo = tmp_path_factory.mktemp("repo")
     _copy(repo)
     changed = _add_method(repo)
+    assert len(_add_source(repo)) <= 2 and len(_add_metric(repo)) <= 2   # the page's promise
     shim = tmp_path_factory.mktemp("shim")
     (shim / "sitecustomize.py").write_text(SHIM)
     env = {**os.environ, "PYTHONPATH": str(shim), "FACTPROBE_COPY": str(repo),
@@ -205,13 +263,88 @@ def test_table_driven_tests_pass_on_the_copy(copy):
          TABLE_TESTS[0]], cwd=repo, env=env, capture_output=True, text=True).stdout
 
 
+TRIPLES = [{"subject": "Q90", "subject_label": "Paris", "relation": "P1376", "object": "Q142",
+            "object_label": "France"},
+           {"subject": "Q64", "subject_label": "Berlin", "relation": "P1376", "object": "Q183",
+            "object_label": "Germany"},
+           {"subject": "Q90", "subject_label": "Paris", "relation": "P17", "object": "Q142",
+            "object_label": "France"}]
+
+
+def test_a_source_is_first_class(copy):
+    """The worked source: `build facts --source jsonl`, its flag checks, `factprobe init
+    --source jsonl` (sized from the file by the source's own reader) and the dataset card."""
+    repo = copy[0]
+    src = repo / "src-e2e"
+    src.mkdir()
+    (src / "triples.jsonl").write_text("".join(json.dumps(x) + "\n" for x in TRIPLES))
+    # init sizes params.yaml from the file: enough facts for the smallest multiple-choice set
+    (src / "graph.jsonl").write_text("".join(json.dumps(
+        {"subject": f"Q{i}", "subject_label": f"country {i}", "relation": "P36",
+         "object": f"Q{100 + i}", "object_label": f"city {i}"}) + "\n" for i in range(12)))
+    out = py(copy, """
+        import contextlib, io, json
+        from factprobe.cli.app import main
+        from factprobe.core.tables import read_table
+        assert main(["build", "facts", "--source", "jsonl", "--path", "src-e2e/triples.jsonl",
+                     "--relations", "P1376", "--out", "src-e2e/facts", "--quiet"]) == 0
+        facts = read_table("src-e2e/facts", "facts")
+        print(json.dumps(sorted(zip(facts["subject"].to_pylist(), facts["object"].to_pylist()))))
+        assert main(["publish", "src-e2e/facts", "--repo-id", "me/capitals", "--dry-run",
+                     "src-e2e/hub", "--quiet"]) == 0
+        assert main(["init", "src-e2e/repo", "--source", "jsonl", "--path",
+                     "src-e2e/graph.jsonl", "--relations", "all", "--quiet"]) == 0
+        """).stdout
+    assert json.loads(out) == [["Berlin", "Germany"], ["Paris", "France"]]
+    card = (src / "hub" / "README.md").read_text()
+    assert "Built with [factprobe](#citation-information) from the JSON-lines file " \
+           "`triples.jsonl`" in card
+    assert "- JSON lines of triples `src-e2e/triples.jsonl`" in card
+    # the new method's line is in the card of the kinds it serves (its probe's card=, serves=)
+    assert "- gold-prob: the log-probability of each fact's object after its subject" in card
+    stages = yaml.safe_load((src / "repo" / "dvc.yaml").read_text())["stages"]
+    assert "--source jsonl --path='${facts.path}'" in stages["facts"]["cmd"]
+    assert "aliases" not in stages and "nobel" not in stages   # the entry says neither
+    params = (src / "repo" / "params.yaml").read_text()
+    assert "Not sized" not in params and "graph.jsonl" in params
+    # its flag checks are the built-in ones'
+    done = py(copy, "from factprobe.cli.app import main; raise SystemExit(main(['build', "
+                    "'facts', '--source', 'jsonl', '--relations', 'all', '--out', 'x']))",
+              check=False)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].endswith(
+        "--source jsonl needs --path FILE.jsonl (one triple per line)")
+
+
+def test_a_metric_is_first_class(copy):
+    """The worked metric: top-2 accuracy is in ZP-LKE's metrics.json and the report."""
+    repo = copy[0]
+    py(copy, """
+        import json
+        from pathlib import Path
+        import pandas as pd
+        from factprobe.cli.app import main
+        mc = pd.DataFrame({"stage": "mc", "relation_id": "P36",
+                           "fact_id": ["a"] * 3 + ["b"] * 3 + ["c"] * 3, "option": [0, 1, 2] * 3,
+                           "is_gold": [True, False, False, False, True, False, False, False, True],
+                           "logprob": [-1.0, -2.0, -3.0] * 3})
+        Path("mc-run").mkdir()
+        mc.to_parquet("mc-run/outputs.parquet")
+        Path("mc-run/run.json").write_text(json.dumps({"method": "zp-lke",
+                                                       "dataset": {"name": "capitals-mc"}}))
+        assert main(["report", "--results", "mc-run", "--out", "mc-report", "--no-plots",
+                     "--quiet"]) == 0
+        """)
+    metrics = json.loads((repo / "mc-report" / "metrics.json").read_text())
+    top2 = metrics["capitals-mc"]["zp-lke"]["mc-run"]["top2_accuracy"]
+    assert top2["value"] == pytest.approx(2 / 3, abs=1e-3)
+    board = (repo / "mc-report" / "tables" / "leaderboard.md").read_text()
+    assert "top-2 accuracy" in board
+
+
 # TODO(extending): not yet run first-class here --
-#  * the card: builders/publish/card.py still keeps its own method lists (KINDS' papers,
-#    METHODS' texts); a new method does not appear in a dataset card yet.
 #  * a planted-model validity test for the new method (tests/planted/ machinery): the example's
 #    metrics declare no validity block.
-#  * "Adding a metric" in 2 files and "Adding a source" in 2 files on the copy (the page's
-#    examples still run in-process, tests/docs/test_extending_*.py).
 #  * TODO(backend): the backend example ("Adding a backend": a module and a row in
 #    probes/backends KINDS, usable via `factprobe eval --backend`) waits for the --backend flag
 #    and the backend kinds table another change is building; add its first-class case here.

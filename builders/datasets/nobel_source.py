@@ -10,9 +10,11 @@ from pathlib import Path
 from factprobe.core.errors import UserError
 from factprobe.core.transport import DEFAULT_MAX_ANSWER_MB
 from factprobe.builders.datasets.nobel import NobelConfig
+from factprobe.builders.sources.table import SOURCES
 from factprobe.builders.sources.wikidata_dump.options import DumpOptions
 
-NOBEL_SOURCES = ("wikidata", "sparql", "rdf", "wikidata-dump")
+# the sources of `build facts` that hold laureates with Wikidata's model (or one given by flags)
+NOBEL_SOURCES = tuple(name for name, s in SOURCES.items() if s.nobel)
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,7 @@ def choose_source(source: str | None, path: str | None, endpoint: str | None) ->
     if not source and path:
         from factprobe.builders.sources.wikidata_dump.stream import is_dump_path
         chosen = "wikidata-dump" if is_dump_path(path) else chosen
-    reads_path = chosen in ("rdf", "wikidata-dump")
+    reads_path = chosen in SOURCES and SOURCES[chosen].reads == "path"
     if reads_path and endpoint or not reads_path and path:
         raise UserError(f"--source {chosen} reads {'--path' if reads_path else '--endpoint'}"
                         f"; drop {'--endpoint' if reads_path else '--path'}")

@@ -23,6 +23,17 @@ from factprobe.core.tables import factprobe_version
 from factprobe.builders.publish import card_text
 from factprobe.builders.publish.card_sections import built_section, fields_section, splits_section
 from factprobe.builders.publish.citations import PAPERS, toolkit_bibtex
+from factprobe.builders.sources.table import SOURCES, Card, recorded_source
+
+
+@dataclass(frozen=True)
+class MethodText:
+    """What the card says of a probing method's paper: plain data from the table of methods
+    (the publish command passes it; this layer cannot import the methods)."""
+    paper: str                    # a key of citations.PAPERS ("": a method without one)
+    text: str                     # its line under Supported Tasks and Methods
+    kinds: tuple[str, ...]        # the dataset kinds it serves: reads, or whose construction
+    #                               follows its paper
 
 
 @dataclass(frozen=True)
@@ -34,6 +45,7 @@ class CardOptions:
     pretty_name: str | None = None    # None: the construction title (see title)
     description: str | None = None
     authors: tuple[str, ...] = ()
+    methods: tuple[MethodText, ...] = ()   # the methods a dataset may serve (none: no paper)
 
 
 @dataclass(frozen=True)
@@ -47,36 +59,20 @@ class RepoVersion:
 class Kind:
     tasks: tuple[str, ...]        # Hub task categories
     task_ids: tuple[str, ...]     # Hub task ids
-    papers: tuple[str, ...]       # keys of citations.PAPERS: the methods the kind serves
     tags: tuple[str, ...] = ()
 
 
-# Which papers a kind serves: the method that reads it (`factprobe eval`), or whose construction
-# it follows. tests/builders/publish checks this against the probes' own citations.
 KINDS: dict[str, Kind] = {
-    "facts": Kind(("question-answering", "text-generation"), ("open-domain-qa",), ("zp-lke",)),
-    "mc": Kind(("multiple-choice", "question-answering"), ("multiple-choice-qa",), ("zp-lke",),
+    "facts": Kind(("question-answering", "text-generation"), ("open-domain-qa",)),
+    "mc": Kind(("multiple-choice", "question-answering"), ("multiple-choice-qa",),
                ("multiple-choice",)),
-    "nobel": Kind(("question-answering", "multiple-choice"), (), ("zp-lke",), ("nobel-prize",)),
-    "misprimes": Kind(("question-answering",), (), ("monitor",), ("misprimes",)),
-    "multiprompt": Kind(("fill-mask", "question-answering"), (), ("belief",), ("multi-prompt",)),
-    "fktc": Kind(("question-answering",), (), ("monitor",), ("paraphrases", "misprimes")),
-    "templates": Kind(("text-generation",), (), ("belief", "monitor"), ("prompt-templates",)),
+    "nobel": Kind(("question-answering", "multiple-choice"), (), ("nobel-prize",)),
+    "misprimes": Kind(("question-answering",), (), ("misprimes",)),
+    "multiprompt": Kind(("fill-mask", "question-answering"), (), ("multi-prompt",)),
+    "fktc": Kind(("question-answering",), (), ("paraphrases", "misprimes")),
+    "templates": Kind(("text-generation",), (), ("prompt-templates",)),
 }
-_OTHER = Kind(("question-answering",), (), ())
-
-METHODS = {
-    "zp-lke": "ZP-LKE (Wu et al., WSDM 2025): zero-prompt many-shot probing, in-context "
-              "(subject, object) pairs of one relation; multiple-choice accuracy over `choices` "
-              "(or the relation's objects) and response accuracy against `answers` "
-              "(`factprobe eval zp-lke`; the prompt baselines: `factprobe eval prompt`).",
-    "belief": "BELIEF / BELIEF-ICL (Zhao, Yoshinaga and Oba, 2024): multi-prompt probing, "
-              "subject aliases x templates; accuracy, consistency and over-confidence "
-              "(`factprobe eval belief`, `factprobe eval belief-icl`).",
-    "monitor": "MONITOR (Wang, Haddow, Birch and Peng, NAACL 2024): reliability of the answer "
-               "distribution under paraphrased prompts and in-context interference "
-               "(`factprobe eval monitor`).",
-}
+_OTHER = Kind(("question-answering",), ())
 
 _SIZES = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
           (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"),
@@ -112,7 +108,8 @@ def source_kind(manifest: Mapping[str, Any]) -> str:
     """``wikidata``, ``sparql``, ``rdf``, ``trex``, ``csv`` or what the manifest says.
 
     Graph sources record a ``type`` tag; T-REx and CSV readers record their own provenance
-    fields instead, so those are recognised by shape.
+    fields instead, so those are recognised by shape (the sources' table,
+    :func:`~factprobe.builders.sources.table.recorded_source`).
 
     >>> source_kind({"source": {"type": "facts", "facts_source": {"kind": "lama", "files": {}}}})
     'trex'
@@ -123,11 +120,13 @@ def source_kind(manifest: Mapping[str, Any]) -> str:
     tag = str(src.get("type") or "")
     if tag:
         return tag.split(":", 1)[0]
-    if src.get("kind") in ("lama", "hf"):
-        return "trex"
-    if "delimiter" in src:
-        return "csv"
-    return str((manifest.get("params") or {}).get("source") or "unknown")
+    return recorded_source(src) or str((manifest.get("params") or {}).get("source") or "unknown")
+
+
+def _card(manifest: Mapping[str, Any]) -> Card | None:
+    """The card text of the facts' source (an entry of the sources' table), if it is one."""
+    source = SOURCES.get(source_kind(manifest))
+    return source.card if source else None
 
 
 def describe_source(manifest: Mapping[str, Any]) -> str:
@@ -138,22 +137,12 @@ def describe_source(manifest: Mapping[str, Any]) -> str:
     >>> describe_source({"source": {"type": "facts", "facts_source": {"kind": "lama"}}})
     'T-REx'
     """
-    src, kind = root_source(manifest), source_kind(manifest)
-    name = str(src.get("path") or "").rstrip("/").rsplit("/", 1)[-1]
-    if kind == "trex":
-        return "T-REx"
-    if kind == "wikidata":
-        return "Wikidata"
-    if kind == "wikidata-dump":
-        return f"the Wikidata dump of {escape(src.get('dump_date') or 'an unknown date')}"
-    if kind == "sparql":
-        return f"the SPARQL endpoint {code(src.get('endpoint') or str(src.get('type'))[7:])}"
-    if kind == "rdf":
-        return f"the RDF graph {code(name)}"
-    if kind == "csv":
-        return f"the CSV file {code(name)}"
+    src, kind, card = root_source(manifest), source_kind(manifest), _card(manifest)
+    if card is not None:
+        return card.describe(src)
     if kind == "fktc-import":
         return "the MONITOR authors' FKTC files"
+    name = str(src.get("path") or "").rstrip("/").rsplit("/", 1)[-1]
     return f"a {code(kind)} source" + (f" ({code(name)})" if name else "")
 
 
@@ -165,9 +154,9 @@ def title(manifest: Mapping[str, Any]) -> str:
     >>> title({"kind": "mc", "source": {"type": "facts", "facts_source": {"kind": "lama"}}})
     'T-REx-MC: multiple-choice fact questions from T-REx'
     """
-    kind, src = manifest.get("kind"), describe_source(manifest)
+    kind, src, card = manifest.get("kind"), describe_source(manifest), _card(manifest)
     if kind == "mc":
-        return ("T-REx-MC: multiple-choice fact questions from T-REx" if src == "T-REx" else
+        return (card.mc_title if card is not None and card.mc_title else
                 f"Multiple-choice probing set built with the T-REx-MC construction from {src}")
     if kind == "fktc" and source_kind(manifest) == "fktc-import":
         return "FKTC, the MONITOR test corpus, imported from the authors' files"
@@ -191,13 +180,9 @@ def default_license(manifest: Mapping[str, Any]) -> tuple[str, str]:
     is for. For the bundled sample and for users' own graphs we cannot know the upstream terms,
     so the default is CC BY 4.0 with a note to check them (and ``--license`` to change it).
     """
-    kind = source_kind(manifest)
-    if kind == "trex":
-        return "cc-by-sa-4.0", ("derived from T-REx, which is licensed CC BY-SA 4.0; "
-                                "share-alike applies to this derived dataset")
-    if kind in ("wikidata", "wikidata-dump"):
-        return "cc-by-4.0", ("derived from Wikidata, whose data is CC0; CC BY 4.0 asks you to "
-                             "credit this build")
+    kind, card = source_kind(manifest), _card(manifest)
+    if card is not None and card.license is not None:
+        return card.license
     return "cc-by-4.0", (f"built from a {code(kind)} source, whose own license factprobe "
                          f"cannot know: check that its terms allow CC BY 4.0, or publish with "
                          f"--license to match them")
@@ -209,10 +194,9 @@ def language(manifest: Mapping[str, Any]) -> str:
 
 
 def _source_datasets(manifest: Mapping[str, Any]) -> list[str]:
-    src = root_source(manifest)
-    if source_kind(manifest) == "trex" and src.get("kind") == "hf" and "/" in str(src.get("path")):
-        return [f"extended|{src['path']}"]  # built from a Hub copy of T-REx (relbert/t_rex)
-    return ["original"]
+    card = _card(manifest)
+    hub = card.hub(root_source(manifest)) if card is not None and card.hub else None
+    return [hub or "original"]   # e.g. built from a Hub copy of T-REx (relbert/t_rex)
 
 
 def kind_of(manifest: Mapping[str, Any]) -> Kind:
@@ -223,13 +207,13 @@ def tags(manifest: Mapping[str, Any]) -> list[str]:
     """Tags that hold for this dataset: ``t-rex-mc`` only for multiple choice built from T-REx."""
     out = ["factual-knowledge", "knowledge-probing", "knowledge-graph", "factprobe",
            *kind_of(manifest).tags]
-    src = source_kind(manifest)
-    if manifest.get("kind") == "mc" and src == "trex":
-        out.append("t-rex-mc")
-    if manifest.get("kind") == "fktc" and src == "fktc-import":
+    card = _card(manifest)
+    if manifest.get("kind") == "mc" and card is not None and card.mc_tag:
+        out.append(card.mc_tag)
+    if manifest.get("kind") == "fktc" and source_kind(manifest) == "fktc-import":
         out.append("fktc")
-    if src in ("wikidata", "wikidata-dump", "trex"):
-        out.append("t-rex" if src == "trex" else "wikidata")
+    if card is not None and card.tag:
+        out.append(card.tag)
     return out
 
 
@@ -326,15 +310,21 @@ def _pipe(cell: str) -> str:
     return cell.replace("|", "\\|")
 
 
-def cited_papers(manifest: Mapping[str, Any]) -> list[str]:
-    """The papers a dataset's card cites: those whose construction or method it serves."""
-    return list(kind_of(manifest).papers)
+def cited_methods(manifest: Mapping[str, Any], options: CardOptions) -> list[MethodText]:
+    """The methods a dataset's card names, one per paper: those its kind serves (the papers
+    whose construction or method it serves), in the table's order."""
+    out: dict[str, MethodText] = {}
+    for method in options.methods:
+        if manifest.get("kind") in method.kinds:
+            out.setdefault(method.paper or method.text, method)   # a method without a paper
+    return list(out.values())
 
 
 def card_body(manifest: Mapping[str, Any], layout: Mapping[str, Any], options: CardOptions,
               version: RepoVersion, relation_labels: Mapping[str, str],
               example: Mapping[str, Any] | None = None) -> str:
-    papers = cited_papers(manifest)
+    methods = cited_methods(manifest, options)
+    papers = [m.paper for m in methods if m.paper]
     license_id = options.license or default_license(manifest)[0]
     why = (default_license(manifest)[1] if options.license is None
            else "chosen by the publisher")
@@ -350,7 +340,7 @@ def card_body(manifest: Mapping[str, Any], layout: Mapping[str, Any], options: C
               f"everything below comes from the build's manifest (`dataset.json`, included "
               f"unchanged), which records the whole chain of builds back to the source.", ""]
     lines += ["### Supported Tasks and Methods", ""]
-    lines += ([f"- {METHODS[p]}" for p in papers] or
+    lines += ([f"- {m.text}" for m in methods] or
               ["- Any `factprobe build` that reads a dataset of this kind."]) + [""]
     lines += ["### Languages", "", f"Labels and templates are in {code(language(manifest))}.", ""]
     lines += _usage(options.repo_id, options, main, others)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from factprobe.core.markdown import code, escape
+from factprobe.core.markdown import escape
+from factprobe.builders.sources.table import SOURCES, cell, recorded_source
 
 # Meanings of the fixed columns (docs/schema.md); a column not listed is shown with its type only.
 COLUMNS = {
@@ -52,10 +53,7 @@ def _cell(value: Any) -> str:
     return escape(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
 
 
-def _code(value: Any) -> str:
-    """A code span that no backtick in the value can end (safe in a table cell)."""
-    return code(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False),
-                table_cell=True)
+_code = cell   # a code span that no backtick in the value can end (safe in a table cell)
 
 
 def source_lines(src: Mapping[str, Any], indent: str = "") -> list[str]:
@@ -79,20 +77,8 @@ def source_lines(src: Mapping[str, Any], indent: str = "") -> list[str]:
             out.append(f"{indent}- review file sha256 {_code(src['review_sha256'])}")
     elif tag == "fktc-import":
         out.append(f"{indent}- the MONITOR authors' FKTC files in {_code(src.get('path'))}")
-    elif tag == "wikidata":
-        out.append(f"{indent}- Wikidata Query Service, endpoint {_code(src.get('endpoint'))}")
-    elif tag == "wikidata-dump":
-        out.append(f"{indent}- Wikidata dump {_code(src.get('path'))} ({src.get('format')}, "
-                   f"{src.get('compression')}), dated {src.get('dump_date') or 'unknown'}")
-    elif tag.startswith("sparql:"):
-        out.append(f"{indent}- SPARQL endpoint {_code(src.get('endpoint') or tag[7:])}")
-    elif tag.startswith("rdf:"):
-        out.append(f"{indent}- RDF file {_code(src.get('path'))} ({src.get('format', 'RDF')})")
-    elif src.get("kind") in ("lama", "hf"):
-        form = "LAMA-style P<id>.jsonl files" if src["kind"] == "lama" else "Hugging Face copy"
-        out.append(f"{indent}- T-REx ({form}) at {_code(src.get('path'))}")
-    elif "delimiter" in src:
-        out.append(f"{indent}- CSV of triples {_code(src.get('path'))}")
+    elif recorded_source(src) is not None:   # a facts source: its own bullet (the table's)
+        out.append(f"{indent}- {SOURCES[recorded_source(src)].card.data(src)}")
     else:
         out.append(f"{indent}- {_code(tag or 'unrecorded source')}"
                    + (f" at {_code(src['path'])}" if src.get("path") else ""))

@@ -15,7 +15,7 @@ from factprobe.core.errors import UserError
 from factprobe.core.hub import check_repo_id, hub_errors
 from factprobe.builders.open import open_dataset
 from factprobe.core.tables import factprobe_version, read_manifest
-from factprobe.builders.publish.card import CardOptions
+from factprobe.builders.publish.card import CardOptions, MethodText
 from factprobe.builders.publish.card_meta import CardMeta, load_card_meta
 from factprobe.builders.publish.export import export_hub_folder
 
@@ -37,6 +37,7 @@ class PublishConfig:
     description: str | None = None
     authors: tuple[str, ...] = ()
     card_meta: str | None = None   # a YAML file of the four above; flags win over it
+    methods: tuple[MethodText, ...] = ()   # what the card may say of each method (the caller's)
 
 
 def publish(cfg: PublishConfig) -> str:
@@ -50,7 +51,8 @@ def publish(cfg: PublishConfig) -> str:
         meta = meta.over(load_card_meta(cfg.card_meta))
     options = CardOptions(repo_id=cfg.repo_id, license=meta.license, tag=cfg.tag,
                           revision=cfg.revision, pretty_name=meta.pretty_name,
-                          description=meta.description, authors=meta.authors)
+                          description=meta.description, authors=meta.authors,
+                          methods=cfg.methods)
     if cfg.dry_run:
         out = export_hub_folder(dataset, cfg.dry_run, options)
         return f"wrote {out} (dataset card, data/, dataset.json); nothing was uploaded"

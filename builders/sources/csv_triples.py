@@ -16,14 +16,8 @@ from factprobe.core.errors import UserError
 from factprobe.core.tables import file_sha256
 from factprobe.core.textfiles import utf8_lines
 from factprobe.builders.datasets.facts import SourceResult
-from factprobe.builders.sources.common import (
-    TextColumns,
-    bad_line,
-    check_relations,
-    natural_key,
-    text_frame,
-    wanted_relations,
-)
+from factprobe.builders.sources.collect import Collector
+from factprobe.builders.sources.common import text_frame
 
 REQUIRED = ("subject", "relation", "object")
 OPTIONAL = ("subject_label", "object_label", "relation_label", "subject_aliases",
@@ -65,19 +59,12 @@ def read_csv(path: str, relations: list[str] | None, *, limit: int | None = None
     if not p.is_file():
         raise UserError(f"{path} is not a file; pass a CSV or TSV file with a header row "
                         f"subject,relation,object")
-    if limit is not None and limit < 0:
-        raise UserError(f"limit must be 0 or more, got {limit}")
+    take = Collector(relations, ["relation_id", "subject_id", "object_id", "subject", "object"],
+                     limit=limit, skip_bad=skip_bad)
     delim = _delimiter(p, delimiter)
-    wanted = wanted_relations(relations)
-    want = set(wanted) if wanted is not None else None
-
-    cols = TextColumns(["relation_id", "subject_id", "object_id", "subject", "object"])
-    alias_ids: list[str] = []
-    alias_vals: list[str] = []
+    cols = take.cols
     rel_labels: dict[str, str] = {}
-    kept_per_rel: dict[str, int] = {}
-    present: set[str] = set()
-    bad = rows = 0
+    rows = 0
 
     # The csv module rather than pandas.read_csv: it hands over one record at a time with the
     # physical line it came from, so a malformed row is reported as file:line (pandas can only
@@ -122,9 +109,7 @@ def read_csv(path: str, relations: list[str] | None, *, limit: int | None = None
             except StopIteration:
                 break
             except csv.Error as exc:
-                if not skip_bad:
-                    raise bad_line(f"{path}:{start}", f"malformed CSV ({exc})") from None
-                bad += 1
+                take.bad_line(f"{path}:{start}", f"malformed CSV ({exc})")
                 continue
             if not row:  # blank line
                 continue
@@ -143,28 +128,15 @@ def read_csv(path: str, relations: list[str] | None, *, limit: int | None = None
                 if empty:
                     problem = f"empty {', '.join(empty)}"
             if problem is not None:
-                if not skip_bad:
-                    raise bad_line(f"{path}:{start}", problem)
-                bad += 1
+                take.bad_line(f"{path}:{start}", problem)
                 continue
 
-            # Aliases are facts about entities, kept whatever the row's relation: assembly only
-            # attaches those of entities that end up in the facts.
             if i_sal is not None and row[i_sal]:
-                for alias in _split_aliases(row[i_sal]):
-                    alias_ids.append(sid)
-                    alias_vals.append(alias)
+                take.alias(sid, _split_aliases(row[i_sal]))
             if i_oal is not None and row[i_oal]:
-                for alias in _split_aliases(row[i_oal]):
-                    alias_ids.append(oid)
-                    alias_vals.append(alias)
-            present.add(rel)
-            if want is not None and rel not in want:
+                take.alias(oid, _split_aliases(row[i_oal]))
+            if not take.keeps(rel):
                 continue
-            n = kept_per_rel.get(rel, 0)
-            if limit is not None and n >= limit:
-                continue
-            kept_per_rel[rel] = n + 1
             if i_rlab is not None and rel not in rel_labels and row[i_rlab].strip():
                 rel_labels[rel] = row[i_rlab].strip()
             cols["relation_id"].append(rel)
@@ -181,8 +153,8 @@ def read_csv(path: str, relations: list[str] | None, *, limit: int | None = None
             cols.row_done()
         bar.update(rows % _PROGRESS_EVERY)
 
-    check_relations(wanted, present, path)
-    read = sorted(kept_per_rel, key=natural_key)
+    take.check(path)
+    read = take.read()
     rel_meta = {"relation_id": read}
     if i_rlab is not None:
         rel_meta["label"] = [rel_labels.get(r, "") for r in read]
@@ -190,16 +162,16 @@ def read_csv(path: str, relations: list[str] | None, *, limit: int | None = None
         "path": str(path),
         "sha256": file_sha256(p),
         "delimiter": delim,
-        "bad_lines": bad,
+        "bad_lines": take.bad,
         "rows": rows,
         "columns": [h.strip() for h in header],
         "relations": read,
     }
     return SourceResult(
         triples=cols.frame(),
-        aliases=text_frame({"entity_id": alias_ids, "alias": alias_vals}),
+        aliases=take.aliases(),
         relations=text_frame(rel_meta),
         provenance=provenance,
-        dropped={"bad_lines": bad},
+        dropped={"bad_lines": take.bad},
         source_tag="csv",
     )

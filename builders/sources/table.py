@@ -2,39 +2,93 @@
 
 Each entry names the reader (a function of the build's :class:`FactsConfig` that returns a
 :class:`~factprobe.builders.datasets.facts.SourceResult`, or a context manager yielding one when the
-source holds temporary files while it is read) and the flag the source reads its input from.
-The CLI's ``--source`` choices, the flag checks and the dispatch all come from this table, so a
-new source is its module plus one entry here (see docs/extending.md, "Adding a source").
+source holds temporary files while it is read), the flag the source reads its input from, and
+what the rest of the toolkit says and does about the source: its dataset card text
+(:class:`Card`), how ``factprobe init`` gets other names for it and whether it sizes params.yaml
+from it, and whether ``factprobe build nobel`` reads it. The CLI's ``--source`` choices (of
+``build facts``, ``build nobel`` and ``init``), the flag checks, the dispatch, init's pipeline
+and the card all come from this table, so a new source is its module plus one entry here (see
+docs/extending.md, "Adding a source").
 
 Readers import their module when called: listing the sources loads no parser or client.
 """
 from __future__ import annotations
 
 import contextlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Literal
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
 from factprobe.core.errors import UserError
+from factprobe.core.markdown import code, escape
 
 if TYPE_CHECKING:  # the builder imports this table; the type is for readers only
     from factprobe.builders.sources.config import FactsConfig
     from factprobe.builders.datasets.facts import SourceResult
 
 
+Src = Mapping[str, Any]   # a manifest's record of the source (its ``provenance`` source)
+
+
+def path_name(src: Src) -> str:
+    """The last part of the recorded path: the file or folder the facts came from."""
+    return str(src.get("path") or "").rstrip("/").rsplit("/", 1)[-1]
+
+
+def cell(value: Any) -> str:
+    """A code span that no backtick in the value can end, safe in a table cell (what the card's
+    Source Data bullets write)."""
+    return code(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False),
+                table_cell=True)
+
+
+@dataclass(frozen=True)
+class Card:
+    """What a dataset card says of the source its facts came from (builders/publish/card.py).
+
+    ``describe``: the source in words, for titles and summaries ("the RDF graph `langs.ttl`").
+    ``data``: its bullet under Source Data (after "- "); the recorded files, hashes, queries and
+    dates follow it whatever the source. ``license``: (Hub license id, why) when the source's
+    terms are known; None: CC BY 4.0 and a note to check the source's own terms. ``tag``: a Hub
+    tag every dataset from it gets. ``mc_title``/``mc_tag``: the name of a multiple-choice set
+    built from it, when it has one of its own (T-REx-MC). ``hub``: the ``source_datasets`` entry
+    when the facts came from a Hub dataset. ``shape``: recognises the source's record when it
+    has no ``type`` field (readers that record their own provenance fields instead).
+    """
+    describe: Callable[[Src], str]
+    data: Callable[[Src], str]
+    license: tuple[str, str] | None = None
+    tag: str | None = None
+    mc_title: str | None = None
+    mc_tag: str | None = None
+    hub: Callable[[Src], str | None] | None = None
+    shape: Callable[[Src], bool] | None = None
+
+
 @dataclass(frozen=True)
 class Source:
-    """A facts source: how to read it, and from which flag.
+    """A facts source: how to read it, from which flag, and what the rest of the toolkit does
+    with it.
 
     ``reads``: ``"path"`` (a file, folder or id: ``--path``) or ``"endpoint"`` (a URL:
     ``--endpoint``). ``needs``: what the flag takes, for the line that says it is missing
     (``--source NAME needs --FLAG NEEDS``); None when the flag is optional (wikidata has a
-    default endpoint). ``strict``: the other flag is refused rather than ignored.
+    default endpoint, and ``factprobe init`` passes none). ``strict``: the other flag is refused
+    rather than ignored. ``card``: its dataset card text. ``aliases``: how ``factprobe init``'s
+    pipeline gets other names for subjects and objects (``build aliases --via``: ``graph`` or
+    ``wikidata``); None: no aliases stage, the facts' own labels are used. ``unsized``: why init
+    does not read the source to size params.yaml; None: init reads it with ``read``.
+    ``nobel``: ``factprobe build nobel`` reads laureates from it.
     """
     read: Callable[[FactsConfig], SourceResult | contextlib.AbstractContextManager]
     reads: Literal["path", "endpoint"]
     needs: str | None
+    card: Card
     strict: bool = True
+    aliases: Literal["graph", "wikidata"] | None = None
+    unsized: str | None = None
+    nobel: bool = False
 
 
 def _graph(cfg: FactsConfig) -> SourceResult:
@@ -90,17 +144,73 @@ def _wikidata_dump(cfg: FactsConfig) -> contextlib.AbstractContextManager:
                            options=cfg.dump, progress=cfg.progress)
 
 
+_WIKIDATA_TERMS = ("cc-by-4.0", "derived from Wikidata, whose data is CC0; CC BY 4.0 asks you to "
+                                 "credit this build")
+
+
+def _hf_copy(src: Src) -> str | None:
+    """A Hub copy of T-REx (relbert/t_rex) is the dataset this one extends."""
+    return f"extended|{src['path']}" if src.get("kind") == "hf" and "/" in str(src.get("path")) \
+        else None
+
+
+def _trex_data(src: Src) -> str:
+    form = "LAMA-style P<id>.jsonl files" if src["kind"] == "lama" else "Hugging Face copy"
+    return f"T-REx ({form}) at {cell(src.get('path'))}"
+
+
 # name -> source; the order is the order of --source's choices.
 SOURCES: dict[str, Source] = {
-    "wikidata": Source(_graph, "endpoint", None),
-    "sparql": Source(_graph, "endpoint", "URL"),
-    "rdf": Source(_graph, "path", "FILE (Turtle, N-Triples, RDF/XML...)"),
+    "wikidata": Source(_graph, "endpoint", None, Card(
+        lambda src: "Wikidata",
+        lambda src: f"Wikidata Query Service, endpoint {cell(src.get('endpoint'))}",
+        license=_WIKIDATA_TERMS, tag="wikidata"),
+        aliases="wikidata", unsized="a wikidata source is read by `dvc repro`, not at init",
+        nobel=True),
+    "sparql": Source(_graph, "endpoint", "URL", Card(
+        lambda src: f"the SPARQL endpoint {code(src.get('endpoint') or str(src.get('type'))[7:])}",
+        lambda src: f"SPARQL endpoint {cell(src.get('endpoint') or str(src.get('type'))[7:])}"),
+        aliases="graph", unsized="a sparql source is read by `dvc repro`, not at init",
+        nobel=True),
+    "rdf": Source(_graph, "path", "FILE (Turtle, N-Triples, RDF/XML...)", Card(
+        lambda src: f"the RDF graph {code(path_name(src))}",
+        lambda src: f"RDF file {cell(src.get('path'))} ({src.get('format', 'RDF')})"),
+        aliases="graph", nobel=True),
     "trex": Source(_trex, "path", "(a folder of P<id>.jsonl files, a local copy of "
-                                  "relbert/t_rex, or a Hub dataset id)"),
-    "csv": Source(_csv, "path", "FILE.csv (columns subject, relation, object)"),
+                                  "relbert/t_rex, or a Hub dataset id)", Card(
+        lambda src: "T-REx", _trex_data,
+        license=("cc-by-sa-4.0", "derived from T-REx, which is licensed CC BY-SA 4.0; "
+                                 "share-alike applies to this derived dataset"),
+        tag="t-rex", mc_title="T-REx-MC: multiple-choice fact questions from T-REx",
+        mc_tag="t-rex-mc", hub=_hf_copy, shape=lambda src: src.get("kind") in ("lama", "hf"))),
+    "csv": Source(_csv, "path", "FILE.csv (columns subject, relation, object)", Card(
+        lambda src: f"the CSV file {code(path_name(src))}",
+        lambda src: f"CSV of triples {cell(src.get('path'))}",
+        shape=lambda src: "delimiter" in src)),
     "wikidata-dump": Source(_wikidata_dump, "path",
-                            "(latest-all.json.bz2 or latest-truthy.nt.bz2)", strict=False),
+                            "(latest-all.json.bz2 or latest-truthy.nt.bz2)", Card(
+        lambda src: f"the Wikidata dump of {escape(src.get('dump_date') or 'an unknown date')}",
+        lambda src: f"Wikidata dump {cell(src.get('path'))} ({src.get('format')}, "
+                    f"{src.get('compression')}), dated {src.get('dump_date') or 'unknown'}",
+        license=_WIKIDATA_TERMS, tag="wikidata"),
+        strict=False, aliases="graph", unsized="a Wikidata dump is too large to read at init",
+        nobel=True),
 }
+
+
+def recorded_source(src: Src, sources: dict[str, Source] = SOURCES) -> str | None:
+    """Which source a manifest's record of the facts' source is: its ``type`` tag (``rdf:...``,
+    ``sparql:...``, ``wikidata``), else the first source whose card recognises its shape; None
+    for a record of something that is no facts source (``fktc-import``) or of nothing known.
+
+    >>> recorded_source({"type": "sparql:http://x/q"}), recorded_source({"kind": "lama"})
+    ('sparql', 'trex')
+    """
+    tag = str(src.get("type") or "").split(":", 1)[0]
+    if tag:
+        return tag if tag in sources else None
+    return next((name for name, s in sources.items() if s.card.shape and s.card.shape(src)),
+                None)
 
 
 def _readers_of(flag: str, sources: dict[str, Source]) -> str:

@@ -23,16 +23,9 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from factprobe.core import jsonsafe
-from factprobe.core.errors import UserError
 from factprobe.builders.datasets.facts import SourceResult
-from factprobe.builders.sources.common import (
-    TextColumns,
-    bad_line,
-    check_relations,
-    natural_key,
-    text_frame,
-    wanted_relations,
-)
+from factprobe.builders.sources.collect import Collector
+from factprobe.builders.sources.common import natural_key, text_frame
 
 try:  # orjson is an optional speed-up (several times faster on multi-million-line T-REx dumps)
     import orjson as _orjson
@@ -64,14 +57,14 @@ def read_trex(path: str, relations: list[str] | None, *, limit: int | None = Non
     naming ``file:line`` unless ``skip_bad``, which skips them and counts them in
     ``dropped["bad_lines"]``.
     """
-    if limit is not None and limit < 0:
-        raise UserError(f"limit must be 0 or more, got {limit}")
-    wanted = wanted_relations(relations)
     files = lama_files(path)
+    take = Collector(relations, ["relation_id", "subject_id", "object_id", "subject", "object",
+                                 "evidence_title", "evidence_text"] if files is not None else
+                     ["relation_id"], limit=limit, skip_bad=skip_bad)
     if files is not None:
-        return _read_lama(path, files, wanted, limit, skip_bad, progress)
+        return _read_lama(path, files, take, progress)
     from factprobe.builders.sources.trex_hf import read_hf  # imports datasets, which LAMA files do not need
-    return read_hf(path, wanted, limit, skip_bad, progress)
+    return read_hf(path, take, progress)
 
 
 def lama_files(path: str) -> list[Path] | None:
@@ -124,19 +117,13 @@ def _json_error(exc: ValueError) -> str:
     return f"not valid JSON ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
 
 
-def _read_lama(path: str, files: list[Path], wanted: list[str] | None, limit: int | None,
-               skip_bad: bool, progress: bool) -> SourceResult:
-    want = set(wanted) if wanted is not None else None
-    cols = TextColumns(["relation_id", "subject_id", "object_id", "subject", "object",
-                        "evidence_title", "evidence_text"])
+def _read_lama(path: str, files: list[Path], take: Collector, progress: bool) -> SourceResult:
+    want, cols = take.wanted, take.cols
     rel_col, sid_col, oid_col = cols["relation_id"], cols["subject_id"], cols["object_id"]
     sub_col, obj_col = cols["subject"], cols["object"]
     title_col, text_col = cols["evidence_title"], cols["evidence_text"]
-    kept_per_rel: dict[str, int] = {}
-    present: set[str] = set()
     files_info: dict[str, dict] = {}
     skipped_files: list[str] = []
-    bad_total = 0
     any_evidence = False
     root = Path(path).expanduser()
     single = root.is_file()
@@ -146,13 +133,14 @@ def _read_lama(path: str, files: list[Path], wanted: list[str] | None, limit: in
         stem_rel = f.stem if RELATION_FILE.match(f.stem) else None
         if want is not None and stem_rel is not None and stem_rel not in want and not single:
             # Relation known from the file name and not requested: not worth parsing.
-            present.add(stem_rel)
+            take.present.add(stem_rel)
             skipped_files.append(name)
             continue
         default_rel = f.stem
         where_file = str(f)
         h = hashlib.sha256()
-        lines = bad = rows = 0
+        lines = rows = 0
+        bad_before = take.bad
         with open(f, "rb") as fh:
             for lineno, line in enumerate(fh, start=1):
                 h.update(line)
@@ -183,21 +171,14 @@ def _read_lama(path: str, files: list[Path], wanted: list[str] | None, limit: in
                                      for k in REQUIRED_KEYS):
                                 problem = "NUL character in a label or id"
                 if problem is not None:
-                    if not skip_bad:
-                        raise bad_line(f"{where_file}:{lineno}", problem)
-                    bad += 1
+                    take.bad_line(f"{where_file}:{lineno}", problem)
                     continue
                 pid = rec.get("predicate_id")
                 rel = str(pid).strip() if pid is not None else ""
                 if not rel:
                     rel = default_rel
-                present.add(rel)
-                if want is not None and rel not in want:
+                if not take.keeps(rel):
                     continue
-                n = kept_per_rel.get(rel, 0)
-                if limit is not None and n >= limit:
-                    continue
-                kept_per_rel[rel] = n + 1
                 rows += 1
                 sub, obj = rec["sub_label"], rec["obj_label"]
                 sub = None if sub is None else str(sub)
@@ -216,25 +197,24 @@ def _read_lama(path: str, files: list[Path], wanted: list[str] | None, limit: in
                     title_col.append(ev[0])
                     text_col.append(ev[1])
                 cols.row_done()
-        bad_total += bad
         files_info[name] = {"sha256": h.hexdigest(), "lines": lines, "rows": rows,
-                            "bad_lines": bad}
+                            "bad_lines": take.bad - bad_before}
 
-    check_relations(wanted, present, path)
+    take.check(path)
     names = list(cols) if any_evidence else list(cols)[:5]
     triples = cols.frame(names)
-    read = sorted(kept_per_rel, key=natural_key)
+    read = take.read()
     provenance = {
         "path": str(path),
         "kind": "lama",
         "files": files_info,
         "files_not_read": skipped_files,
         "relations": read,
-        "bad_lines": bad_total,
+        "bad_lines": take.bad,
         "json_parser": JSON_PARSER,
     }
     return SourceResult(triples=triples, relations=text_frame({"relation_id": read}),
-                        provenance=provenance, dropped={"bad_lines": bad_total},
+                        provenance=provenance, dropped={"bad_lines": take.bad},
                         source_tag="trex")
 
 

@@ -12,7 +12,8 @@ from tqdm.auto import tqdm
 from factprobe.core.errors import UserError
 from factprobe.core.tables import file_sha256
 from factprobe.builders.datasets.facts import SourceResult
-from factprobe.builders.sources.common import check_relations, natural_key, text_frame
+from factprobe.builders.sources.collect import Collector
+from factprobe.builders.sources.common import text_frame
 
 # Column synonyms of a Hugging Face T-REx layout, first match wins (exact name, then any case).
 HF_COLUMNS = {
@@ -152,8 +153,7 @@ def _local_file_hashes(path: str) -> dict[str, str]:
     return out
 
 
-def read_hf(path: str, wanted: list[str] | None, limit: int | None, skip_bad: bool,
-             progress: bool) -> SourceResult:
+def read_hf(path: str, take: Collector, progress: bool) -> SourceResult:
     local = Path(path).expanduser().exists()
     if not local and _looks_local(path):
         raise UserError(f"{path} not found: pass a folder of P<id>.jsonl files (LAMA T-REx), a "
@@ -177,8 +177,6 @@ def read_hf(path: str, wanted: list[str] | None, limit: int | None, skip_bad: bo
 
     frames = []
     splits_info: dict[str, dict] = {}
-    present: set[str] = set()
-    bad_total = 0
     has_evidence = False
     for split, ds in tqdm(_splits(loaded), desc="T-REx splits", unit="split",
                           disable=not progress):
@@ -192,11 +190,10 @@ def read_hf(path: str, wanted: list[str] | None, limit: int | None, skip_bad: bo
         rel = raw[cols["relation"]].astype("string").str.strip()
         bad = rel.isna() | (rel == "")
         if bad.any():
-            if not skip_bad:
-                first = int(bad.to_numpy().nonzero()[0][0]) + 1
-                raise UserError(f"{path} split {split} row {first}: empty relation; fix the data "
-                                f"or pass --skip-bad to skip and count bad rows")
-            bad_total += int(bad.sum())
+            first = int(bad.to_numpy().nonzero()[0][0]) + 1
+            take.bad_line(f"{path} split {split} row {first}", "empty relation",
+                          count=int(bad.sum()), hint="fix the data or pass --skip-bad to skip "
+                          "and count bad rows")
         keep = ~bad
         sub = _as_text(raw.loc[keep, cols["subject"]])
         obj = _as_text(raw.loc[keep, cols["object"]])
@@ -215,13 +212,13 @@ def read_hf(path: str, wanted: list[str] | None, limit: int | None, skip_bad: bo
                                     else "")
             df["evidence_text"] = (_as_text(raw.loc[keep, cols["text"]]) if "text" in cols
                                    else None)
-        present.update(df["relation_id"].unique())
+        take.present.update(df["relation_id"].unique())
         frames.append(df)
         splits_info[split] = {"rows": len(raw), "bad_rows": int(bad.sum()),
                               "fingerprint": getattr(ds, "_fingerprint", None),
                               "columns": cols}
 
-    check_relations(wanted, present, path)
+    take.check(path)
     order = ["relation_id", "subject_id", "object_id", "subject", "object"]
     if has_evidence:
         order += ["evidence_title", "evidence_text"]
@@ -229,14 +226,8 @@ def read_hf(path: str, wanted: list[str] | None, limit: int | None, skip_bad: bo
     for col in order:
         if col not in triples.columns:  # a split without title/text among splits with them
             triples[col] = None
-    triples = triples[order]
-    if wanted is not None:
-        triples = triples[triples["relation_id"].isin(wanted)]
-    if limit is not None:
-        triples = triples[triples.groupby("relation_id", sort=False).cumcount() < limit]
-    triples = triples.reset_index(drop=True)
-
-    read = sorted(triples["relation_id"].unique(), key=natural_key)
+    triples = take.select(triples[order])
+    read = take.read()
     first = _splits(loaded)[0][1] if splits_info else None
     info = getattr(first, "info", None)
     provenance = {
@@ -244,7 +235,7 @@ def read_hf(path: str, wanted: list[str] | None, limit: int | None, skip_bad: bo
         "kind": "hf",
         "splits": splits_info,
         "relations": read,
-        "bad_lines": bad_total,
+        "bad_lines": take.bad,
     }
     if info is not None:
         provenance.update({
@@ -258,5 +249,5 @@ def read_hf(path: str, wanted: list[str] | None, limit: int | None, skip_bad: bo
         # Hub data-file URLs carry the revision (commit) they were downloaded from.
         provenance["data_files"] = sorted(info.download_checksums)
     return SourceResult(triples=triples, relations=text_frame({"relation_id": read}),
-                        provenance=provenance, dropped={"bad_lines": bad_total},
+                        provenance=provenance, dropped={"bad_lines": take.bad},
                         source_tag="trex")

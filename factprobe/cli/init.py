@@ -20,7 +20,7 @@ and run `dvc repro`.
 
 
 def register(subparsers, common) -> None:
-    from factprobe.scaffold.render import SOURCES
+    from factprobe.scaffold.render import FILE_SOURCES, SOURCES
     # not the shared flags: their --force speaks of --out, which init does not have
     p = subparsers.add_parser("init",
                               help="write dvc.yaml and params.yaml for your own graph",
@@ -34,16 +34,22 @@ def register(subparsers, common) -> None:
                    help="rewrite the files factprobe init wrote before (their first line says "
                    "so); a dvc.yaml or params.yaml of yours is never replaced")
     p.add_argument("dir", nargs="?", default=".", help="the repository folder (.)")
-    p.add_argument("--source", choices=SOURCES, default="rdf", help="where the facts come "
-                   "from (rdf)")
-    p.add_argument("--path", help="the graph file or folder (rdf, csv, trex, wikidata-dump)")
-    p.add_argument("--endpoint", help="SPARQL endpoint URL (sparql)")
+    p.add_argument("--source", choices=tuple(SOURCES), default="rdf", help="where the facts "
+                   "come from (rdf)")
+    p.add_argument("--path", help=f"the graph file or folder ({', '.join(FILE_SOURCES)})")
+    p.add_argument("--endpoint", help=f"SPARQL endpoint URL ({', '.join(_endpoint_sources())})")
     p.add_argument("--relations", default="all",
                    help="comma-separated relation ids, or all (all; wikidata needs ids)")
     p.add_argument("--name", help="prefix of the dataset folders and the report (default: the "
                    "graph file's name, or the source)")
     p.add_argument("--lang", default="en", help="label language (en)")
     p.set_defaults(run=_run)
+
+
+def _endpoint_sources() -> list[str]:
+    """The sources init writes an endpoint for: those that read one and have no default."""
+    from factprobe.scaffold.render import SOURCES
+    return [n for n, s in SOURCES.items() if s.reads == "endpoint" and s.needs is not None]
 
 
 def _run(args) -> str:
@@ -73,8 +79,10 @@ def _run(args) -> str:
     elif args.path:
         raise UserError(f"--path is for a file source ({', '.join(FILE_SOURCES)}), not "
                         f"--source {args.source}")
-    if (args.source == "sparql") != bool(args.endpoint):
-        raise UserError("--endpoint is for --source sparql, and --source sparql needs it")
+    wants = _endpoint_sources()
+    if (args.source in wants) != bool(args.endpoint):
+        names = " or ".join(wants)
+        raise UserError(f"--endpoint is for --source {names}, and --source {names} needs it")
     from factprobe.core.redact import redact_url
     if args.endpoint and redact_url(args.endpoint) != args.endpoint:
         # the files init writes are committed: a password there is a password published

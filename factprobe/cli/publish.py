@@ -75,11 +75,21 @@ def register(subparsers, common: argparse.ArgumentParser) -> None:
     p.set_defaults(run=_run_publish)
 
 
+def card_methods() -> tuple:
+    """What the dataset card says of each method, from the table of methods, as plain data for
+    the card (which sits below the methods and cannot read them)."""
+    from factprobe.builders.publish.card import MethodText
+    from factprobe.evaluators.methods import METHODS
+    return tuple(MethodText(m.probe.citation, m.probe.card, m.probe.serves)
+                 for m in METHODS.values() if m.probe.card)
+
+
 def _run_publish(args) -> str:
     from factprobe.builders.publish.upload import PublishConfig, publish
     cfg = PublishConfig(dataset=args.dataset, repo_id=args.repo_id, private=args.private,
                         revision=args.revision, tag=args.tag, license=args.license,
                         dry_run=args.dry_run, progress=not args.quiet,
                         pretty_name=args.pretty_name, description=args.description,
-                        authors=tuple(args.authors), card_meta=args.card_meta)
+                        authors=tuple(args.authors), card_meta=args.card_meta,
+                        methods=card_methods())
     return publish(cfg)

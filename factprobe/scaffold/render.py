@@ -18,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 
 from factprobe.core.errors import UserError
+from factprobe.builders.sources.table import SOURCES
 from factprobe.scaffold import stages
 from factprobe.scaffold.sizing import SHIPPED, Sizes
 
@@ -25,15 +26,10 @@ HEADER = "Written by factprobe init"
 # The page `dvc plots show` fills (DVC's plots.html_template, a path relative to .dvc/).
 PLOTS_PAGE = "plot-templates/plots.html"
 HTML_TEMPLATE = "../" + PLOTS_PAGE
+# The sources are build facts' own table: which flag each reads, how init's pipeline gets
+# other names for it (Source.aliases) and whether `factprobe build nobel` reads it.
 # Sources whose facts come from a file (a DVC dependency); the others ask an endpoint.
-FILE_SOURCES = ("rdf", "csv", "trex", "wikidata-dump")
-SOURCES = FILE_SOURCES + ("sparql", "wikidata")
-# How each source gets other names for subjects and objects (None: no aliases stage; the
-# facts' own labels are used) and whether `factprobe build nobel` reads it.
-ALIASES_VIA = {"rdf": "graph", "sparql": "graph", "wikidata": "wikidata",
-               "wikidata-dump": "graph", "csv": None, "trex": None}
-NOBEL = {"rdf": "rdf", "sparql": "sparql", "wikidata": "wikidata",
-         "wikidata-dump": "wikidata-dump", "csv": None, "trex": None}
+FILE_SOURCES = tuple(n for n, s in SOURCES.items() if s.reads == "path")
 # (template in files/, path in the user's repository)
 FILES = (("dvc.yaml.in", "dvc.yaml"), ("params.yaml.in", "params.yaml"),
          ("series.json", "plot-templates/series.json"), ("plots.html", PLOTS_PAGE))
@@ -76,19 +72,22 @@ def rendered(cfg: InitConfig) -> dict[str, str]:
     """{path in the repository: text} for ``cfg``."""
     # DVC pastes a value into the command as it is and runs it in a shell: every value that
     # comes from the user or the graph is single-quoted there (init refuses a quote in one).
-    flag = {"sparql": " --endpoint='${facts.endpoint}'", "wikidata": ""}.get(
-        cfg.source, " --path='${facts.path}'")
-    via = ALIASES_VIA[cfg.source]
+    source = SOURCES[cfg.source]
+    # an endpoint source whose flag is optional (wikidata) is read from its default endpoint
+    flag = (" --path='${facts.path}'" if source.reads == "path" else
+            " --endpoint='${facts.endpoint}'" if source.needs is not None else "")
+    via = source.aliases
     values = {"source": cfg.source, "source_flag": flag, "name": cfg.name,
-              "nobel_source": NOBEL[cfg.source] or "", "base": "aliases" if via else "facts",
+              "nobel_source": cfg.source if source.nobel else "",
+              "base": "aliases" if via else "facts",
               "via": via or "", "lang": json.dumps(cfg.lang), "path": json.dumps(cfg.path),
               "endpoint": json.dumps(cfg.endpoint), "relations": json.dumps(cfg.relations),
               "sizing": cfg.sizes.note()}
     values.update({k: str(getattr(cfg.sizes, k)) for k in (
         "choices", "min_facts", "min_objects", "train", "test", "negatives", "examples", "block",
         "masked_batch", "max_epochs", "schedule_epochs")})
-    flags = {"path": cfg.source in FILE_SOURCES, "aliases": via is not None,
-             "nobel": NOBEL[cfg.source] is not None}
+    flags = {"path": source.reads == "path", "aliases": via is not None,
+             "nobel": source.nobel}
     values.update(_vega())
     # the methods' stages and params, from the table of methods (factprobe.scaffold.stages);
     # their own {{holes}} (init's sizes) are filled here, before the templates are

@@ -18,9 +18,11 @@ from pathlib import Path
 from factprobe.core.errors import UserError
 from factprobe.builders.datasets.mc import MCConfig, RelationShape, relation_shapes
 from factprobe.builders.sources.common import natural_key
+from factprobe.builders.sources.table import SOURCES
 
-# Sources init reads to size params.yaml (the others keep the shipped values).
-SIZED_SOURCES = ("rdf", "csv", "trex")
+# Sources init reads to size params.yaml (the others keep the shipped values, and say why:
+# their entry's `unsized`).
+SIZED_SOURCES = tuple(n for n, s in SOURCES.items() if s.unsized is None)
 # The smallest MC set worth running: 4 choices (chance 25%), 2 train rows (ZP-LKE's examples)
 # and 4 test rows (the planted models are taught half of them, the other half held out).
 MIN_CHOICES, MIN_TRAIN, MIN_TEST = 4, 2, 4
@@ -204,8 +206,7 @@ def size(counts: GraphCounts) -> tuple[Sizes, str, list[str]]:
 
 def unsized(source: str) -> tuple[Sizes, str, None]:
     """The shipped values, for a source init does not read."""
-    why = (f"a {source} source is read by `dvc repro`, not at init" if source != "wikidata-dump"
-           else "a Wikidata dump is too large to read at init")
+    why = SOURCES[source].unsized
     text = (f"Not sized: {why}. Values suit a graph of a few hundred facts; if `build mc` "
             "leaves relations out, its dataset.json says why (lower mc's sizes here).")
     return Sizes(comment=(text,)), f"params.yaml keeps the shipped sizes: {why}", None

@@ -124,5 +124,9 @@ PROBE = Probe(
   factprobe eval belief --dataset multiprompt/ --model bert-base-cased --out r/
 """,
     config=BeliefConfig, tables=("facts", "templates"), plan=plan_tables, add_flags=add_flags,
-    from_args=from_args, citation="belief", backend="hf-masked",
+    from_args=from_args, citation="belief",
+    card=("BELIEF / BELIEF-ICL (Zhao, Yoshinaga and Oba, 2024): multi-prompt probing, subject "
+          "aliases x templates; accuracy, consistency and over-confidence (`factprobe eval "
+          "belief`, `factprobe eval belief-icl`)."),
+    serves=("multiprompt", "templates"), backend="hf-masked",
     pipeline=Pipeline("multiprompt", args="--max-names 1", init_args="--max-names 1"))

@@ -281,4 +281,8 @@ PROBE = Probe(
 """,
     config=MonitorConfig, tables=("facts", "templates"), plan=plan_tables,
     add_flags=add_flags, from_args=from_args, citation="monitor",
+    card=("MONITOR (Wang, Haddow, Birch and Peng, NAACL 2024): reliability of the answer "
+          "distribution under paraphrased prompts and in-context interference (`factprobe eval "
+          "monitor`)."),
+    serves=("misprimes", "fktc", "templates"),
     pipeline=Pipeline("fktc", args="--limit 20"))

@@ -45,6 +45,11 @@ class Probe:
     citation: str = ""
     backend: str = "hf-causal"        # the model kind: hf-causal or hf-masked
     pipeline: Pipeline | None = None  # its DVC stage; None: no stage in the pipelines
+    # what a dataset card (factprobe publish) says of the method and its paper, in the cards of
+    # the dataset kinds it serves (reads, or whose construction follows the paper); "" leaves
+    # it to another method of the same paper (the prompt baselines: ZP-LKE's line)
+    card: str = ""
+    serves: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.backend not in BACKENDS:

@@ -312,5 +312,10 @@ PROBE = Probe(
 """,
     config=ZPLKEConfig, tables=("facts",), plan=plan_tables, add_flags=add_flags,
     from_args=from_args, citation="zp-lke",
+    card=("ZP-LKE (Wu et al., WSDM 2025): zero-prompt many-shot probing, in-context (subject, "
+          "object) pairs of one relation; multiple-choice accuracy over `choices` (or the "
+          "relation's objects) and response accuracy against `answers` (`factprobe eval zp-lke`; "
+          "the prompt baselines: `factprobe eval prompt`)."),
+    serves=("facts", "mc", "nobel"),
     pipeline=Pipeline("mc", args="--examples 50 --seeds 0",
                       init_args="--examples {{examples}} --seeds 0"))

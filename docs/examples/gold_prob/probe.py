@@ -36,4 +36,7 @@ PROBE = Probe(
     config=GoldProbConfig, tables=("facts",),
     plan=lambda tables, cfg: plan(tables["facts"], cfg),
     add_flags=add_flags, from_args=lambda args: GoldProbConfig(sep=args.sep),
+    # the line dataset cards of the kinds it reads show (factprobe publish); no paper to cite
+    card="gold-prob: the log-probability of each fact's object after its subject "
+         "(`factprobe eval gold-prob`).", serves=("facts", "mc"),
     pipeline=Pipeline("mc"))          # its DVC stage reads the mc dataset, no extra flags

@@ -12,9 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from factprobe.core.tables import base_manifest, file_sha256
-from factprobe.builders.publish.card import KINDS, CardOptions, tags, title
+from factprobe.builders.publish.card import CardOptions, MethodText, cited_methods, tags, title
 from factprobe.builders.publish.citations import PAPERS, bibtex_fields
 from factprobe.builders.publish.export import export_hub_folder
+from factprobe.cli.publish import card_methods
 from tests.builders.publish.test_publish import (
     _expected_splits,
     assert_one_line_exit_2,
@@ -42,6 +43,7 @@ def chain(tmp_path_factory) -> dict[str, Path]:
 
 def _card(folder: Path, out: Path, **options):
     from huggingface_hub import DatasetCard
+    options.setdefault("methods", card_methods())   # what `factprobe publish` passes
     hub = export_hub_folder(folder, out, CardOptions(repo_id="me/langs", **options))
     return DatasetCard.load(hub / "README.md"), hub
 
@@ -90,9 +92,10 @@ def test_cards_show_provenance_and_every_section(chain, tmp_path, name, paper):
             assert f"| `{column}` |" in body, (table, column)
     if paper:
         assert paper in _cited_keys(body)
-    kind = json.loads((hub / "dataset.json").read_text())["kind"]
+    manifest = json.loads((hub / "dataset.json").read_text())
+    served = cited_methods(manifest, CardOptions("me/x", methods=card_methods()))
     assert _cited_keys(body) - {"factprobe"} == {
-        key for p in KINDS[kind].papers for key in _cited_keys(PAPERS[p])}
+        key for m in served for key in _cited_keys(PAPERS[m.paper])}
 
 
 def test_every_paper_entry_is_complete():
@@ -111,10 +114,30 @@ def test_every_paper_entry_is_complete():
 def test_kinds_cite_the_papers_of_the_methods_that_read_them():
     from factprobe.evaluators.methods import METHODS
     probe_papers = {m.probe.citation for m in METHODS.values()}
-    served = {p for kind in KINDS.values() for p in kind.papers}
-    assert served == probe_papers == set(PAPERS)
-    assert KINDS["mc"].papers == ("zp-lke",) and KINDS["fktc"].papers == ("monitor",)
-    assert KINDS["multiprompt"].papers == ("belief",)
+    served = {m.paper for m in card_methods()}
+    assert served == probe_papers == set(PAPERS)      # every paper has the card's line
+
+    def papers(kind: str) -> list[str]:
+        options = CardOptions("me/x", methods=card_methods())
+        return [m.paper for m in cited_methods({"kind": kind}, options)]
+    assert papers("mc") == ["zp-lke"] and papers("fktc") == ["monitor"]
+    assert papers("multiprompt") == ["belief"] and papers("templates") == ["belief", "monitor"]
+    assert papers("relations") == []
+
+
+def test_the_card_names_the_methods_it_is_given(chain, tmp_path):
+    """The card takes the methods as data from its caller (the publish command passes the
+    table's): a method added to the table is in the card of the kinds it serves, and a card
+    given none names no method and cites only the toolkit."""
+    new = MethodText("zp-lke", "GOLD-PROB: the log-probability of each object (`factprobe eval "
+                     "gold-prob`).", ("facts",))
+    card, _ = _card(chain["facts"], tmp_path / "a", methods=(new, *card_methods()))
+    assert "- GOLD-PROB: the log-probability of each object" in card.text
+    assert "- ZP-LKE (Wu et al., WSDM 2025)" not in card.text     # one line per paper: the first
+    bare = export_hub_folder(chain["facts"], tmp_path / "b", CardOptions(repo_id="me/x"))
+    body = (bare / "README.md").read_text()
+    assert "- Any `factprobe build` that reads a dataset of this kind." in body
+    assert _cited_keys(body) == {"factprobe"}
 
 
 def test_publish_flags_and_card_meta_file(chain, tmp_path, hf_home):  # noqa: F811

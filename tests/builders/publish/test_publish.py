@@ -94,8 +94,9 @@ def test_dry_run_loads_with_datasets_offline_config_by_config(kind, built, offli
 
 def test_card_metadata_and_body(built, tmp_path):
     from huggingface_hub import DatasetCard
-    out = export_hub_folder(built["mc"], tmp_path / "hub", CardOptions(repo_id="my-org/mini",
-                                                                       tag="v1.0"))
+    from factprobe.cli.publish import card_methods
+    out = export_hub_folder(built["mc"], tmp_path / "hub", CardOptions(
+        repo_id="my-org/mini", tag="v1.0", methods=card_methods()))
     card = DatasetCard.load(out / "README.md")
     assert card.data.license == "cc-by-4.0"
     assert card.data.language == ["en"]
