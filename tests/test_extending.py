@@ -16,8 +16,8 @@ PYTHONPATH puts a finder first on ``sys.meta_path`` that maps the four top packa
 (setup.py's ``package_dir``) to the copy, ahead of this venv's editable finder, and writes
 nothing anywhere (an editable install into an overlay venv would write its site-packages).
 Measured here: the whole module in about 30 s, of which each interpreter's start is about 1 s
-(the package's imports, not the shim). The backend example and the parts not yet first-class
-are the TODO at the end."""
+(the package's imports, not the shim). The backend example runs the same way in
+tests/test_extending_backend.py."""
 from __future__ import annotations
 
 import json
@@ -342,9 +342,6 @@ def test_a_metric_is_first_class(copy):
     assert "top-2 accuracy" in board
 
 
-# TODO(extending): not yet run first-class here --
-#  * a planted-model validity test for the new method (tests/planted/ machinery): the example's
-#    metrics declare no validity block.
-#  * TODO(backend): the backend example ("Adding a backend": a module and a row in
-#    probes/backends KINDS, usable via `factprobe eval --backend`) waits for the --backend flag
-#    and the backend kinds table another change is building; add its first-class case here.
+# TODO(extending): not yet run first-class here -- a planted-model validity test for the new
+# method (tests/planted/ machinery): the example's metrics declare no validity block. (The
+# backend example runs first-class in tests/test_extending_backend.py.)

@@ -65,6 +65,11 @@ def from_args(args, kind: str) -> FakeConfig:
     return FakeConfig(model=args.model, seed=args.fake_seed or 0, kind=kind)
 
 
+def example_config(folder) -> FakeConfig:
+    """A config the backend contract test loads (tests/probes/backends/test_contract.py)."""
+    return FakeConfig("fake")
+
+
 def load(config: FakeConfig) -> FakeBackend:
     return FakeBackend(config)
 

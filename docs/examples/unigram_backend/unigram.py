@@ -44,6 +44,13 @@ def from_args(args, kind: str) -> UnigramConfig:
     return UnigramConfig(model=args.model, alpha=alpha, kind=kind)
 
 
+def example_config(folder: Path) -> UnigramConfig:
+    """A config the backend contract test can load (tests/probes/backends/test_contract.py)."""
+    corpus = Path(folder) / "corpus.txt"
+    corpus.write_text("France Paris . Peru Lima .\n", encoding="utf-8")
+    return UnigramConfig(model=str(corpus))
+
+
 def load(config: UnigramConfig) -> UnigramBackend:
     return UnigramBackend(config)
 
