@@ -17,7 +17,7 @@ from factprobe.core.tables import file_sha256
 
 def _folder_key(folder: Path) -> str:
     """Content hash of a Hub-layout folder: a changed file gives a new cache entry."""
-    from factprobe.builders.publish.export import LAYOUT_FILE
+    from factprobe.builders.publish.layout import LAYOUT_FILE
     h = hashlib.sha256()
     files = [folder / LAYOUT_FILE, folder / "dataset.json",
              *sorted((folder / "data").rglob("*.parquet"))]
@@ -30,7 +30,7 @@ def _folder_key(folder: Path) -> str:
 def _converted(folder: Path, out: Path) -> Path:
     if (out / "dataset.json").is_file():
         return out  # cache entries are keyed by content (or commit) and never change
-    from factprobe.builders.publish.export import assemble_dataset_folder
+    from factprobe.builders.publish.layout import assemble_dataset_folder
     return assemble_dataset_folder(folder, out)
 
 
@@ -61,7 +61,7 @@ def open_dataset(spec: str | os.PathLike, *, cache_dir: str | os.PathLike | None
     ever sees local folders.
     """
     from factprobe.core.cache import default_cache_dir
-    from factprobe.builders.publish.export import LAYOUT_FILE, is_hub_layout
+    from factprobe.builders.publish.layout import LAYOUT_FILE, is_hub_layout
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     text = str(spec)
     if text.startswith(HF_PREFIX):

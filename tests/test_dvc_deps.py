@@ -42,7 +42,8 @@ MUST_NOT = {
     "plant": ["probes/backends", "probes/engine", "evaluators/report", "evaluators/metrics"],
     "plant-masked": ["probes/backends", "probes/engine", "evaluators/report",
                      "evaluators/metrics"],
-    **{f"eval-{m}": ["evaluators/report"] for m in METHODS},
+    **{f"eval-{m}": ["evaluators/report", "builders/sources", "builders/publish/card.py"]
+       for m in METHODS},
     "facts": ["probes", "evaluators/report", "evaluators/metrics"],
     "mc": ["probes", "evaluators/report", "evaluators/metrics"],
     "report": ["probes/backends", "probes/engine"],

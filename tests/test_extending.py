@@ -111,14 +111,12 @@ def _insert(path: Path, anchor: str, lines: list[str], after: bool = False) -> N
 
 
 def _add_source(repo: Path) -> list[Path]:
-    """docs/extending.md's "Adding a source": the module, and its adapter and entry in the
-    sources' table; returns the files written or changed."""
+    """docs/extending.md's "Adding a source": the module, and its entry in the sources'
+    table; returns the files written or changed."""
     module = repo / "builders" / "sources" / "jsonl.py"
     shutil.copy(SOURCE / "jsonl.py", module)
-    adapter, entry = _parts(SOURCE / "sources_entry.txt")
+    [entry] = _parts(SOURCE / "sources_entry.txt")
     table = repo / "builders" / "sources" / "table.py"
-    _insert(table, "# name -> source; the order is the order of --source's choices.\n",
-            [*adapter, "", ""])
     head, tail = table.read_text().split("SOURCES: dict[str, Source] = {\n")
     body, rest = tail.split("\n}\n", 1)
     table.write_text(head + "SOURCES: dict[str, Source] = {\n" + body + "\n" + "\n".join(entry)

@@ -17,10 +17,10 @@ from __future__ import annotations
 import contextlib
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
 from factprobe.core.errors import UserError
+from factprobe.core.lazy import Lazy
 from factprobe.core.markdown import code, escape
 
 if TYPE_CHECKING:  # the builder imports this table; the type is for readers only
@@ -91,58 +91,8 @@ class Source:
     nobel: bool = False
 
 
-def _graph(cfg: FactsConfig) -> SourceResult:
-    """wikidata, sparql and rdf: SPARQL queries over an HTTP endpoint or a local RDF file."""
-    from factprobe.core.retry import RetryPolicy
-    from factprobe.core.transport import MB
-    from factprobe.builders.sources.graph import PREDICATES_QUERY, GraphQueryConfig, GraphReader
-    from factprobe.builders.sources.iris import WELL_KNOWN, compact
-    from factprobe.builders.sources.sparql import WIKIDATA_ENDPOINT, HttpEndpoint, LocalGraph
-    if cfg.source == "rdf":
-        endpoint = LocalGraph(cfg.path)
-        prefixes = {**WELL_KNOWN, **endpoint.prefixes, **cfg.prefixes}
-        tag = f"rdf:{Path(cfg.path).name}"
-    else:
-        url = cfg.endpoint or WIKIDATA_ENDPOINT
-        endpoint = HttpEndpoint(url, cache_dir=cfg.cache_dir, contact=cfg.contact,
-                                timeout_s=cfg.timeout_s, policy=RetryPolicy(retries=cfg.retries),
-                                refresh=cfg.refresh, max_bytes=int(cfg.max_answer_mb * MB))
-        prefixes = dict(cfg.prefixes)
-        tag = "wikidata" if cfg.source == "wikidata" else f"sparql:{endpoint.shown}"
-    reader = GraphReader(endpoint, GraphQueryConfig(
-        lang=cfg.lang, page_size=cfg.page_size, limit=cfg.limit, date_format=cfg.date_format,
-        prefixes=prefixes), source_tag=tag, wikidata=cfg.source == "wikidata",
-        progress=cfg.progress)
-    relations = cfg.relations
-    if relations is None:
-        if cfg.source != "rdf":
-            raise UserError(f"--relations all works for rdf, trex and csv sources; name the "
-                            f"relations for {cfg.source} (e.g. --relations P36,P37)")
-        res = endpoint.select(PREDICATES_QUERY.replace(" LIMIT 40", ""), ("p",))
-        skip = {WELL_KNOWN["rdf"] + "type"}
-        relations = [compact(b["p"]["value"], prefixes)
-                     for b in res["results"]["bindings"] if b["p"]["value"] not in skip]
-    return reader.read(list(relations))
-
-
-def _trex(cfg: FactsConfig) -> SourceResult:
-    from factprobe.builders.sources.trex import read_trex
-    return read_trex(cfg.path, list(cfg.relations) if cfg.relations else None,
-                     limit=cfg.limit, skip_bad=cfg.skip_bad, progress=cfg.progress)
-
-
-def _csv(cfg: FactsConfig) -> SourceResult:
-    from factprobe.builders.sources.csv_triples import read_csv
-    return read_csv(cfg.path, list(cfg.relations) if cfg.relations else None,
-                    limit=cfg.limit, skip_bad=cfg.skip_bad, progress=cfg.progress)
-
-
-def _wikidata_dump(cfg: FactsConfig) -> contextlib.AbstractContextManager:
-    from factprobe.builders.sources.wikidata_dump.to_facts import facts_from_dump
-    return facts_from_dump(cfg.path, cfg.relations, lang=cfg.lang, limit=cfg.limit,
-                           date_format=cfg.date_format, skip_bad=cfg.skip_bad,
-                           options=cfg.dump, progress=cfg.progress)
-
+# the built-in sources' readers, imported when a build reads one (builders/sources/readers.py)
+_READERS = "factprobe.builders.sources.readers"
 
 _WIKIDATA_TERMS = ("cc-by-4.0", "derived from Wikidata, whose data is CC0; CC BY 4.0 asks you to "
                                  "credit this build")
@@ -161,33 +111,33 @@ def _trex_data(src: Src) -> str:
 
 # name -> source; the order is the order of --source's choices.
 SOURCES: dict[str, Source] = {
-    "wikidata": Source(_graph, "endpoint", None, Card(
+    "wikidata": Source(Lazy(_READERS, "graph"), "endpoint", None, Card(
         lambda src: "Wikidata",
         lambda src: f"Wikidata Query Service, endpoint {cell(src.get('endpoint'))}",
         license=_WIKIDATA_TERMS, tag="wikidata"),
         aliases="wikidata", unsized="a wikidata source is read by `dvc repro`, not at init",
         nobel=True),
-    "sparql": Source(_graph, "endpoint", "URL", Card(
+    "sparql": Source(Lazy(_READERS, "graph"), "endpoint", "URL", Card(
         lambda src: f"the SPARQL endpoint {code(src.get('endpoint') or str(src.get('type'))[7:])}",
         lambda src: f"SPARQL endpoint {cell(src.get('endpoint') or str(src.get('type'))[7:])}"),
         aliases="graph", unsized="a sparql source is read by `dvc repro`, not at init",
         nobel=True),
-    "rdf": Source(_graph, "path", "FILE (Turtle, N-Triples, RDF/XML...)", Card(
+    "rdf": Source(Lazy(_READERS, "graph"), "path", "FILE (Turtle, N-Triples, RDF/XML...)", Card(
         lambda src: f"the RDF graph {code(path_name(src))}",
         lambda src: f"RDF file {cell(src.get('path'))} ({src.get('format', 'RDF')})"),
         aliases="graph", nobel=True),
-    "trex": Source(_trex, "path", "(a folder of P<id>.jsonl files, a local copy of "
+    "trex": Source(Lazy(_READERS, "trex"), "path", "(a folder of P<id>.jsonl files, a local copy of "
                                   "relbert/t_rex, or a Hub dataset id)", Card(
         lambda src: "T-REx", _trex_data,
         license=("cc-by-sa-4.0", "derived from T-REx, which is licensed CC BY-SA 4.0; "
                                  "share-alike applies to this derived dataset"),
         tag="t-rex", mc_title="T-REx-MC: multiple-choice fact questions from T-REx",
         mc_tag="t-rex-mc", hub=_hf_copy, shape=lambda src: src.get("kind") in ("lama", "hf"))),
-    "csv": Source(_csv, "path", "FILE.csv (columns subject, relation, object)", Card(
+    "csv": Source(Lazy(_READERS, "csv"), "path", "FILE.csv (columns subject, relation, object)", Card(
         lambda src: f"the CSV file {code(path_name(src))}",
         lambda src: f"CSV of triples {cell(src.get('path'))}",
         shape=lambda src: "delimiter" in src)),
-    "wikidata-dump": Source(_wikidata_dump, "path",
+    "wikidata-dump": Source(Lazy(_READERS, "wikidata_dump"), "path",
                             "(latest-all.json.bz2 or latest-truthy.nt.bz2)", Card(
         lambda src: f"the Wikidata dump of {escape(src.get('dump_date') or 'an unknown date')}",
         lambda src: f"Wikidata dump {cell(src.get('path'))} ({src.get('format')}, "

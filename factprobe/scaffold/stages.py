@@ -17,10 +17,10 @@ from pathlib import Path
 
 # What every shipped eval stage depends on besides its dataset and model: the code that
 # writes outputs.parquet and metrics.json (tests/test_dvc_deps.py checks it against imports).
-SHIPPED_DEPS = ("factprobe/core", "builders/inputs.py", "builders/open.py", "builders/publish",
-                "builders/templates/files.py", "probes", "evaluators/methods.py",
-                "evaluators/metrics", "factprobe/cli/evaluate.py", "factprobe/evaluation.py",
-                "factprobe/cli/scale_flags.py",
+SHIPPED_DEPS = ("factprobe/core", "builders/inputs.py", "builders/open.py",
+                "builders/publish/layout.py", "builders/templates/files.py", "probes",
+                "evaluators/methods.py", "evaluators/metrics", "factprobe/cli/evaluate.py",
+                "factprobe/evaluation.py", "factprobe/cli/scale_flags.py",
                 "factprobe/cli/threads.py", "factprobe/cli/results_table.py")
 OUTS = ("outputs.parquet", "prompts.parquet", "run.json")
 WIDTH = 98        # init's command lines, at most this long (DVC folds them back into one)

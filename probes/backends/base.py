@@ -21,11 +21,11 @@ numbers; reductions belong to the evaluators.
 """
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from factprobe.core.lazy import Lazy  # noqa: F401 (the kinds table names loaders with it)
 from factprobe.probes.backends.config import BackendConfig
 from factprobe.probes.requests import (
     Generated,
@@ -97,17 +97,6 @@ CALLS: dict[str, type] = {"score": Scores, "generate": Generates, "fill_mask": F
                           "token_ids": Scores, "watch": Generates}
 
 
-@dataclass(frozen=True)
-class Lazy:
-    """``module.name``, imported when first called: the kinds table names a backend's loader
-    without importing its heavy code (torch, transformers) until that kind is chosen. A plain
-    value, so it pickles (a Ray replica receives the loader and imports it there)."""
-
-    module: str
-    name: str
-
-    def __call__(self, *args, **kwargs):
-        return getattr(importlib.import_module(self.module), self.name)(*args, **kwargs)
 
 
 @dataclass(frozen=True)

@@ -52,5 +52,5 @@ def test_the_page_shows_the_example_files():
     assert (EXAMPLE / "jsonl.py").read_text() in blocks
     entry = [line for line in (EXAMPLE / "sources_entry.txt").read_text().splitlines()
              if line and not line.startswith("#")]
-    table = next(b for b in blocks if "def _jsonl" in b).splitlines()
+    table = next(b for b in blocks if '"jsonl": Source(' in b).splitlines()
     assert entry and all(line in table for line in entry)

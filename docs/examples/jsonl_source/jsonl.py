@@ -48,3 +48,8 @@ def read_jsonl(path: str, relations: list[str] | None = None, *, limit: int | No
                         provenance={"type": "jsonl", "path": str(path),
                                     "sha256": file_sha256(path), "bad_lines": take.bad},
                         dropped={"bad_lines": take.bad}, source_tag="jsonl")
+
+
+def read_config(cfg) -> SourceResult:
+    """The sources table's reader: the build's ``FactsConfig`` (its flags) -> the facts."""
+    return read_jsonl(cfg.path, cfg.relations, limit=cfg.limit, skip_bad=cfg.skip_bad)

@@ -21,7 +21,8 @@ from factprobe.core.tables import base_manifest, read_table, write_dataset
 from factprobe.builders.datasets.build_facts import FactsConfig, build_facts
 from factprobe.builders.datasets.mc import MCConfig, build_mc
 from factprobe.builders.publish.card import CardOptions, default_license
-from factprobe.builders.publish.export import LAYOUT_FILE, export_hub_folder, read_layout
+from factprobe.builders.publish.export import export_hub_folder
+from factprobe.builders.publish.layout import LAYOUT_FILE, read_layout
 from factprobe.builders.publish.upload import PublishConfig, publish
 from tests.conftest import WIKIDATA_MINI
 
