@@ -63,6 +63,9 @@ class Plan:
     # Relations that got no requests, and why (no usable template, no question...): what the
     # runner tells the user when a plan comes out empty.
     skipped: dict[str, str] = field(default_factory=dict)
+    # The request meta columns that hold integers (null where a row has none): outputs.parquet
+    # keeps them integers (the engine adds its own: option, sample, n_tokens).
+    integer_columns: tuple[str, ...] = ()
 
     def size(self) -> int:
         """Requests known before running (a ``build`` stage only adds to a non-empty plan)."""

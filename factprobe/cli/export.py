@@ -30,10 +30,19 @@ One <relation>.jsonl of test facts per relation, and metadata_relations.json wit
 relation's templates and answer space (its distinct objects). See docs/exports.md.
 """
 
-# flag -> the method it belongs to (given with the other method: one line, exit 2)
-_ONLY = {"examples": "zp-lke", "sep": "zp-lke", "pair_sep": "zp-lke", "compat": "zp-lke",
-         "templates": "prompt", "template_id": "prompt", "template_count": "prompt",
-         "fs_examples": "prompt", "fs_pair_sep": "prompt"}
+
+class _MethodGroup:
+    """An argument group of one method's flags that remembers them: a flag given with the
+    other --method is refused (one line, exit 2) from what the group holds, not a second list."""
+
+    def __init__(self, parser: argparse.ArgumentParser, method: str, owners: dict):
+        self.group = parser.add_argument_group(f"{method} (as 'factprobe eval {method}')")
+        self.method, self.owners = method, owners
+
+    def add_argument(self, *args, **kwargs):
+        action = self.group.add_argument(*args, **kwargs)
+        self.owners[action.dest] = self.method
+        return action
 
 
 def _selection(p: argparse.ArgumentParser) -> None:
@@ -61,14 +70,15 @@ def register(subparsers, common: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=count, default=0,
                    help="zp-lke: the example draw (eval's --seeds S); prompt: draws the "
                    "templates and FS-LKE examples (eval's --seed)")
-    z = p.add_argument_group("zp-lke (as 'factprobe eval zp-lke')")
+    owners: dict[str, str] = {}          # flag -> the method it belongs to
+    z = _MethodGroup(p, "zp-lke", owners)
     z.add_argument("--examples", type=count, help="in-context examples (default 50, or the "
                    "train facts of the relation with fewest, where fewer)")
     z.add_argument("--sep", help="between a subject and its object (' ')")
     z.add_argument("--pair-sep", type=nonempty, help="between pairs (', ')")
     z.add_argument("--compat", action="store_true", default=None,
                    help="the authors' code's format (' : ' separators, random_state=10)")
-    g = p.add_argument_group("prompt (as 'factprobe eval prompt')")
+    g = _MethodGroup(p, "prompt", owners)
     g.add_argument("--templates", help="YAML template folder, a templates dataset, or LPAQA "
                    ".jsonl files (default data/templates)")
     g.add_argument("--template-id", help="one template (e.g. m1)")
@@ -76,7 +86,7 @@ def register(subparsers, common: argparse.ArgumentParser) -> None:
                    help="templates drawn at random per relation (default 3)")
     g.add_argument("--fs-examples", type=count, help="FS-LKE: that many examples")
     g.add_argument("--fs-pair-sep", type=nonempty, help="between FS-LKE examples (', ')")
-    p.set_defaults(run=_run_lm_eval)
+    p.set_defaults(run=_run_lm_eval, method_flags=owners)
 
     q = sub.add_parser("lm-pub-quiz", parents=[common], epilog=EPILOG_PUB_QUIZ,
                        help="an lm-pub-quiz (BEAR) dataset folder",
@@ -96,10 +106,11 @@ def register(subparsers, common: argparse.ArgumentParser) -> None:
 def method_config(args):
     """The method's config from the flags, as 'factprobe eval' would build it (the response
     test off: lm-eval's task is the multiple choice)."""
-    wrong = [f for f, m in _ONLY.items() if getattr(args, f) is not None and m != args.method]
+    owners = args.method_flags
+    wrong = [f for f, m in owners.items() if getattr(args, f) is not None and m != args.method]
     if wrong:
         flag = "--" + wrong[0].replace("_", "-")
-        raise UserError(f"{flag} belongs to --method {_ONLY[wrong[0]]}, not {args.method}; "
+        raise UserError(f"{flag} belongs to --method {owners[wrong[0]]}, not {args.method}; "
                         f"drop it or change --method")
     if args.method == "zp-lke":
         from factprobe.probes.methods.zp_lke import ZPLKEConfig

@@ -10,7 +10,7 @@ def run_merge(args) -> str:
     from factprobe.probes.engine.runner import final_table, write_run
     from factprobe.probes.engine.shards import merge_shards
     from factprobe.probes.planting.plant import load_planted
-    outputs, prompts, run = merge_shards([Path(s) for s in args.shards])
+    outputs, prompts, run, integer = merge_shards([Path(s) for s in args.shards])
     out = Path(args.out)
     run["eval"] = run["eval"] | {"out": args.out}          # --out as given, as eval records it
     spec = method(run["method"], f"{args.shards[0]}/run.json")
@@ -18,9 +18,9 @@ def run_merge(args) -> str:
     planted = load_planted(model) if model and Path(model).is_dir() else None
     # the rows as outputs.parquet will hold them, and the method's config as run.json holds
     # it: what `factprobe eval` and `factprobe report` compute from
-    outputs = final_table(outputs).to_pandas()
+    outputs = final_table(outputs, integer).to_pandas()
     metrics = spec.metrics.checked_compute(outputs, planted, run["method_config"])
-    write_run(out, outputs, prompts, run, metrics)
+    write_run(out, outputs, prompts, run, metrics, integer)
     return f"wrote {out} from {len(args.shards)} shard(s)"
 
 

@@ -9,16 +9,18 @@ from factprobe.probes.requests import prompt_id
 
 # Columns that are integers where a row has them and null where it does not (a generation has
 # no option, a greedy answer no sample number). Rows of several stages put together would
-# make them floats in pandas (NaN for "none"); the file keeps them integers.
-INTEGER_COLUMNS = ("seed", "n_examples", "corrupted", "position", "index", "negative",
-                   "n_paraphrases", "n_negatives", "option", "sample", "n_tokens")
+# make them floats in pandas (NaN for "none"); the file keeps them integers. These are the
+# engine's own; a method's integer meta columns are declared by its plan
+# (:attr:`factprobe.probes.plan.Plan.integer_columns`).
+ENGINE_INTEGER_COLUMNS = ("option", "sample", "n_tokens")
 
 
-def typed_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with its integer columns as pandas' nullable ``Int64`` and a greedy row's
-    ``sample`` null (checkpoints of older versions wrote -1)."""
+def typed_frame(frame: pd.DataFrame, integer_columns: tuple[str, ...] = ()) -> pd.DataFrame:
+    """``frame`` with its integer columns (the engine's and ``integer_columns``, the plan's)
+    as pandas' nullable ``Int64`` and a greedy row's ``sample`` null (checkpoints of older
+    versions wrote -1)."""
     frame = frame.copy()
-    for name in INTEGER_COLUMNS:
+    for name in dict.fromkeys((*integer_columns, *ENGINE_INTEGER_COLUMNS)):
         if name in frame.columns:
             col = pd.to_numeric(frame[name])
             if name == "sample":
@@ -27,7 +29,7 @@ def typed_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def outputs_table(frame: pd.DataFrame) -> pa.Table:
+def outputs_table(frame: pd.DataFrame, integer_columns: tuple[str, ...] = ()) -> pa.Table:
     """The outputs as written to ``outputs.parquet``: :func:`typed_frame`, without pandas
     metadata, so that every reader (pyarrow, datasets, DuckDB, pandas) sees the same types.
 
@@ -37,7 +39,7 @@ def outputs_table(frame: pd.DataFrame) -> pa.Table:
     >>> str(t.schema.field("option").type), t["option"].to_pylist(), t["sample"].null_count
     ('int64', [0, 1, None], 3)
     """
-    return pa.Table.from_pandas(typed_frame(frame), preserve_index=False
+    return pa.Table.from_pandas(typed_frame(frame, integer_columns), preserve_index=False
                                 ).replace_schema_metadata(None)
 
 

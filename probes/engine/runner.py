@@ -170,14 +170,16 @@ def _sorted(outputs: pd.DataFrame) -> pd.DataFrame:
     return outputs.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
 
 
-def final_table(outputs: pd.DataFrame) -> pa.Table:
-    """outputs.parquet's table: typed (docs/schema.md) and sorted."""
-    return outputs_table(_sorted(typed_frame(outputs)))
+def final_table(outputs: pd.DataFrame, integer_columns: tuple[str, ...] = ()) -> pa.Table:
+    """outputs.parquet's table: typed (docs/schema.md; ``integer_columns``: the plan's) and
+    sorted."""
+    return outputs_table(_sorted(typed_frame(outputs, integer_columns)), integer_columns)
 
 
-def write_run(out: Path, outputs: pd.DataFrame, prompts: dict, run: dict, metrics: dict) -> Path:
+def write_run(out: Path, outputs: pd.DataFrame, prompts: dict, run: dict, metrics: dict,
+              integer_columns: tuple[str, ...] = ()) -> Path:
     with atomic_folder(out, "run") as tmp:
-        write_parquet(final_table(outputs), tmp / "outputs.parquet")
+        write_parquet(final_table(outputs, integer_columns), tmp / "outputs.parquet")
         ptable = pa.table({"prompt_id": sorted(prompts),
                            "text": [prompts[k] for k in sorted(prompts)]})
         write_parquet(ptable, tmp / "prompts.parquet")
@@ -248,7 +250,7 @@ def _run(cfg: EvalConfig, plan: Plan, method_cfg, dataset_info: dict, metrics_fn
         outputs, prompts = execute(plan, runner, checkpoints, cfg.progress, cfg.too_long,
                                    counts, executor.shard, record)
         # the metrics read the rows as outputs.parquet holds them, as 'factprobe report' does
-        outputs = final_table(outputs).to_pandas()
+        outputs = final_table(outputs, plan.integer_columns).to_pandas()
         metrics = metrics_fn(outputs) if metrics_fn is not None and not executor.shard else {}
     except ResumableError:
         raise                      # the finished chunks stay for the next run
@@ -276,9 +278,10 @@ def _run(cfg: EvalConfig, plan: Plan, method_cfg, dataset_info: dict, metrics_fn
     if plan.info.get("planted_model") is not None:   # whether the planted model learned
         run["planted_model"] = plan.info["planted_model"]
     if executor.shard:
-        write_shard(out, run, prompts, record, checkpoints.folder, executor.shard)
+        write_shard(out, run, prompts, record, checkpoints.folder, executor.shard,
+                    plan.integer_columns)
     else:
-        write_run(out, outputs, prompts, run, metrics)
+        write_run(out, outputs, prompts, run, metrics, plan.integer_columns)
     checkpoints.remove()
     return out
 

@@ -43,9 +43,10 @@ def fingerprint(run: dict) -> str:
 
 
 def write_shard(out: Path, run: dict, prompts: dict, record: dict, partial: Path,
-                shard: tuple[int, int]) -> Path:
+                shard: tuple[int, int], integer_columns: tuple[str, ...] = ()) -> Path:
     """Write shard ``shard`` (I, N) of a run: its chunk files (from the checkpoint folder
-    ``partial``), its prompts and run.json."""
+    ``partial``), its prompts and run.json (whose shard block keeps the plan's integer
+    columns for the merge, which has no plan)."""
     index, count = shard
     stages = [{"key": k, **v} for k, v in record.items()]
     with atomic_folder(out, "run") as tmp:
@@ -57,7 +58,7 @@ def write_shard(out: Path, run: dict, prompts: dict, record: dict, partial: Path
         write_parquet(pa.table({"prompt_id": keys, "text": [prompts[k] for k in keys]}),
                       tmp / "prompts.parquet")
         meta = run | {"shard": {"index": index, "count": count, "fingerprint": fingerprint(run),
-                                "stages": stages}}
+                                "stages": stages, "integer_columns": list(integer_columns)}}
         (tmp / "run.json").write_text(dumps_json(stamp(meta, tmp, "run")), encoding="utf-8")
     return out
 
@@ -109,9 +110,9 @@ def _check(folders: list[Path], runs: list[dict]) -> None:
                         f"'--shard I/{first['count']}' for each and merge them all")
 
 
-def merge_shards(folders: list[Path]) -> tuple[pd.DataFrame, dict, dict]:
-    """(outputs, prompts, run.json) of the run the shards in ``folders`` are parts of, rows
-    in the order a single process computes them."""
+def merge_shards(folders: list[Path]) -> tuple[pd.DataFrame, dict, dict, tuple[str, ...]]:
+    """(outputs, prompts, run.json, the plan's integer columns) of the run the shards in
+    ``folders`` are parts of, rows in the order a single process computes them."""
     runs = [_read_shard(f) for f in folders]
     _check(folders, runs)
     order = sorted(range(len(runs)), key=lambda k: runs[k]["shard"]["index"])
@@ -152,7 +153,14 @@ def merge_shards(folders: list[Path]) -> tuple[pd.DataFrame, dict, dict]:
                      "per_shard": [p | {"seconds": round(p["seconds"], 3)} for p in per_shard]},
         "rows": len(outputs),
     }
-    return outputs, prompts, run
+    # shards written before plans declared their integer columns: the columns every shipped
+    # method's plan declares now
+    integer = runs[0]["shard"].get("integer_columns", LEGACY_INTEGER_COLUMNS)
+    return outputs, prompts, run, tuple(integer)
+
+
+LEGACY_INTEGER_COLUMNS = ("seed", "n_examples", "corrupted", "position", "index", "negative",
+                          "n_paraphrases", "n_negatives")
 
 
 def parse_shard(value: str) -> tuple[int, int]:

@@ -41,6 +41,8 @@ from factprobe.probes.methods.spec import Pipeline, Probe
 from factprobe.probes.plan import Plan, Stage
 from factprobe.probes.requests import GenerateRequest, ScoreRequest
 
+# the request meta columns holding integers (outputs.parquet keeps them integers)
+INTEGER_COLUMNS = ("index", "negative", "n_paraphrases", "n_negatives")
 ACCURACY = ("combinations", "monitor")
 ANCHOR_MATCH = ("exact", "prefix")
 
@@ -213,7 +215,8 @@ def plan(facts: pd.DataFrame, templates: list[Template], cfg: MonitorConfig) -> 
                         needs=frozenset({"watch"}) if cfg.compat else frozenset()))
     return Plan("monitor", stages, {"facts": len(per_fact), "relations_without_questions":
                                     skipped},
-                skipped={r: "no question template with one [X]" for r in skipped})
+                skipped={r: "no question template with one [X]" for r in skipped},
+                integer_columns=INTEGER_COLUMNS)
 
 
 class Based:

@@ -147,7 +147,7 @@ def plan(facts: pd.DataFrame, templates: list[Template], cfg: PromptConfig) -> P
     if gen:
         stages.append(Stage("response", "generate", gen))
     return Plan("prompt", stages, {"skipped_relations": skipped, "templates": used},
-                skipped=skipped)
+                skipped=skipped, integer_columns=("n_examples",))
 
 
 def plan_tables(tables: dict[str, pd.DataFrame], cfg: PromptConfig) -> Plan:

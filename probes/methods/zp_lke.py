@@ -27,6 +27,8 @@ from factprobe.probes.methods.spec import Pipeline, Probe
 from factprobe.probes.plan import Plan, Stage
 from factprobe.probes.requests import GenerateRequest, ScoreRequest
 
+# the request meta columns holding integers (outputs.parquet keeps them integers)
+INTEGER_COLUMNS = ("seed", "n_examples", "corrupted", "position")
 ACCURACY_AT_K = ("formula", "text")   # App. D: its set D_K (>= K) | its prose ("> K")
 
 
@@ -205,7 +207,7 @@ def plan(facts: pd.DataFrame, cfg: ZPLKEConfig) -> Plan:
     return Plan("zp-lke", stages, {"requests_per_stage": {st.name: len(st.requests)
                                                           for st in stages}},
                 shorten=lambda r: drop_first_example(r, " , " if cfg.compat else cfg.sep_pair),
-                skipped=skipped)
+                skipped=skipped, integer_columns=INTEGER_COLUMNS)
 
 
 def drop_first_example(request, sep: str):
