@@ -7,11 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from factprobe.core.errors import UserError
-from factprobe.core.tables import read_table
 from factprobe.evaluators.metrics.suite import MethodMetrics
 from factprobe.evaluators.metrics.suites import belief as belief_metrics
 from factprobe.evaluators.metrics.suites import belief_icl as belief_icl_metrics
@@ -20,6 +18,9 @@ from factprobe.evaluators.metrics.suites import prompt as prompt_metrics
 from factprobe.evaluators.metrics.suites import zp_lke as zp_lke_metrics
 from factprobe.probes.methods import belief, belief_icl, monitor, prompt, zp_lke
 from factprobe.probes.methods.spec import Probe
+
+if TYPE_CHECKING:  # the CLI's parser reads this table: pandas and pyarrow load only to run
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -59,4 +60,5 @@ def load_tables(folder: Path, names: tuple[str, ...], method: str) -> dict[str, 
     if missing:
         raise UserError(f"{folder} lacks {', '.join(m + '.parquet' for m in missing)}, which "
                         f"{method} needs; build the right dataset first (see docs/methods)")
+    from factprobe.core.tables import read_table
     return {n: read_table(folder, n).to_pandas() for n in names}
