@@ -10,6 +10,8 @@ from factprobe.probes.methods.flags import nonempty
 
 
 def _device(value: str) -> str:
+    if value == "auto":   # the default, which argparse checks on every parse: no backend import
+        return value
     from factprobe.probes.backends.loading import DEVICE
     if not DEVICE.match(value):
         raise argparse.ArgumentTypeError(f"{value!r}: use auto, cpu, cuda, cuda:N or mps")
