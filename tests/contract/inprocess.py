@@ -86,13 +86,24 @@ def _fd_captured(fd: int):
             out.append(tmp.read().decode("utf-8", "replace"))
 
 
+def _print_warning(msg) -> None:
+    """The interpreter's own way of showing a warning (warnings._showwarnmsg_impl, which
+    pytest's recorder has replaced by the time a test runs)."""
+    file = msg.file if msg.file is not None else sys.stderr
+    try:
+        file.write(warnings._formatwarnmsg(msg))
+    except OSError:
+        pass
+
+
 @contextlib.contextmanager
 def _warnings_as_in_a_new_process():
-    with warnings.catch_warnings():
+    with warnings.catch_warnings():   # restores filters and both hooks below on the way out
         warnings.resetwarnings()   # also invalidates every module's once-only registry
         for action, category, module in reversed(_DEFAULT_FILTERS):
             warnings.filterwarnings(action, category=category, module=module or "")
-        warnings.showwarning = warnings._showwarning_orig   # print, as pytest does not
+        warnings.showwarning = warnings._showwarning_orig
+        warnings._showwarnmsg_impl = _print_warning
         yield
 
 
@@ -165,11 +176,13 @@ def _deadline(seconds: float):
         signal.signal(signal.SIGALRM, old)
 
 
-def run_in_process(argv: list[str], cwd: Path, env: dict, timeout: float
+def run_in_process(argv: list[str], cwd: Path, env: dict, timeout: float, main=None
                    ) -> subprocess.CompletedProcess:
-    """``factprobe argv`` through :func:`factprobe.cli.app.main`, as the console script runs it
+    """``factprobe argv`` through :func:`factprobe.cli.app.main` (or ``main``: the harness's
+    own tests pass a function that misbehaves), as the console script runs it
     (``sys.exit(main())``): exit code, stdout and stderr as a subprocess would report them."""
-    from factprobe.cli.app import main
+    if main is None:
+        from factprobe.cli.app import main
     out, err = io.StringIO(), io.StringIO()
     streams = sys.stdout, sys.stderr
     with _env_and_cwd(env, cwd), _process_state(), _fd_captured(1) as fd_out, \
