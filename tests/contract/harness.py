@@ -5,8 +5,8 @@ model, a user's own files) and :func:`check` asserts the promise: exit code 2, o
 line on stderr, no traceback, the ``--out`` target unchanged, no stray temp folder, and nothing
 that existed before the command changed or vanished.
 
-:func:`run` calls the console script's own function in this process (tests/contract/
-inprocess.py says what it isolates between runs): a new interpreter costs two seconds of
+:func:`run` calls the console script's own function in this process (tests/inprocess.py
+says what it isolates between runs): a new interpreter costs two seconds of
 imports per case. What needs a real process (a kill, a signal, a terminal, the console script
 itself, its start-up imports, a variable read at import) uses :func:`run_process`.
 """
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from tests.contract.inprocess import needs_process, run_in_process
+from tests.inprocess import needs_process, run_in_process
 
 # A command's own leftovers that must never outlive it (atomic writes, checkpoints).
 STRAY = re.compile(r"^\..+\.(tmp-.*|old-\d+|partial)$")
@@ -77,7 +77,7 @@ def run(argv: list[str], cwd: Path, env: dict | None = None, timeout: int = 300
         ) -> subprocess.CompletedProcess:
     """``factprobe argv`` in ``cwd``: in this process, or in a new one when ``env`` sets a
     variable that a library reads only at import (inprocess.needs_process)."""
-    if needs_process(env) or os.environ.get("FACTPROBE_CONTRACT_PROCESSES") == "1":
+    if needs_process(env) or os.environ.get("FACTPROBE_TEST_PROCESSES") == "1":
         # the second: every case in a new process, to compare both ways (or time them)
         return run_process(argv, cwd, env, timeout)
     return run_in_process(list(argv), Path(cwd), _env(Path(cwd), env), timeout)

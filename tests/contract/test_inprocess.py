@@ -1,4 +1,4 @@
-"""The in-process harness (tests/contract/inprocess.py) reports what a new process would, and
+"""The in-process harness (tests/inprocess.py) reports what a new process would, and
 leaves nothing of one run behind for the next."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.contract.harness import run, run_process
-from tests.contract.inprocess import needs_process, run_in_process
+from tests.inprocess import needs_process, run_in_process
 
 # an argparse error, a user error from a command's run, --help on stdout, a good command
 PARITY = [

@@ -1,6 +1,7 @@
 """Running ``factprobe`` inside the test process, as :func:`factprobe.cli.app.main`, the function
 the console script calls: the same exit code, stdout and stderr as a fresh interpreter, without
-paying a fresh interpreter's start-up (torch, transformers, pandas) for every contract case.
+paying a fresh interpreter's start-up (torch, transformers, pandas) for every command a test
+runs (the contract tables run hundreds). :func:`factprobe_cli` is what tests call.
 
 What a fresh process would not share with the case before it is isolated or reset around each
 run: the working folder and the environment; the Python-level and file-descriptor-level
@@ -130,8 +131,9 @@ def _logging_to(stream):
 
 
 @contextlib.contextmanager
-def _process_state():
-    """Signal handlers, torch's threads, redaction's memory, the Hub's offline switch."""
+def _process_state(offline: bool):
+    """Signal handlers, torch's threads, redaction's memory, the Hub's offline switch (on for
+    a run whose environment sets HF_HUB_OFFLINE=1, as huggingface_hub would have read it)."""
     from factprobe.core import redact
     handlers = {s: signal.getsignal(s) for s in _SIGNALS}
     seen = set(redact._seen)
@@ -141,9 +143,9 @@ def _process_state():
     patched = []
     for mod_name in ("huggingface_hub.constants", "datasets.config"):
         mod = sys.modules.get(mod_name)
-        if mod is not None and hasattr(mod, "HF_HUB_OFFLINE"):
+        if offline and mod is not None and hasattr(mod, "HF_HUB_OFFLINE"):
             patched.append((mod, mod.HF_HUB_OFFLINE))
-            mod.HF_HUB_OFFLINE = True      # the harness's processes run with HF_HUB_OFFLINE=1
+            mod.HF_HUB_OFFLINE = True
     try:
         yield
     finally:
@@ -185,7 +187,8 @@ def run_in_process(argv: list[str], cwd: Path, env: dict, timeout: float, main=N
         from factprobe.cli.app import main
     out, err = io.StringIO(), io.StringIO()
     streams = sys.stdout, sys.stderr
-    with _env_and_cwd(env, cwd), _process_state(), _fd_captured(1) as fd_out, \
+    offline = env.get("HF_HUB_OFFLINE") == "1"
+    with _env_and_cwd(env, cwd), _process_state(offline), _fd_captured(1) as fd_out, \
             _fd_captured(2) as fd_err, _warnings_as_in_a_new_process(), _logging_to(err):
         sys.stdout, sys.stderr = out, err
         try:
@@ -206,3 +209,16 @@ def run_in_process(argv: list[str], cwd: Path, env: dict, timeout: float, main=N
             sys.stdout, sys.stderr = streams
     return subprocess.CompletedProcess(["factprobe", *argv], code,
                                        out.getvalue() + fd_out[0], err.getvalue() + fd_err[0])
+
+
+def factprobe_cli(args, cwd: Path, env: dict | None = None, timeout: float = 300
+                  ) -> subprocess.CompletedProcess:
+    """``factprobe args`` in ``cwd`` with ``env`` added to this process's environment: in this
+    process, or in a new one (``python -m factprobe.cli.app``) where ``env`` sets a variable
+    read at import."""
+    if needs_process(env) or os.environ.get("FACTPROBE_TEST_PROCESSES") == "1":
+        # the second: every command in a new process, to compare both ways (or time them)
+        return subprocess.run([sys.executable, "-m", "factprobe.cli.app", *args], cwd=cwd,
+                              capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, **(env or {})})
+    return run_in_process(list(args), Path(cwd), dict(env or {}), timeout)
