@@ -9,8 +9,9 @@ stdout and stderr (a library writing to fd 2 from C is counted, as in a real pro
 warning filters and the once-only registries (pytest records warnings instead of printing them);
 the logging handlers (pytest's capture handler would swallow what ``logging.lastResort`` prints,
 and a library's handler keeps the stream it was created with); the signal handlers; torch's
-thread count; the secrets :mod:`factprobe.core.redact` has remembered; and Hugging Face's
-offline switch, which huggingface_hub reads from the environment once, at import.
+thread count; what factprobe remembers for the life of a process (secrets to mask, warnings
+already printed); and Hugging Face's offline switch, which huggingface_hub reads from the
+environment once, at import.
 
 A variable that a library reads only when it is imported (``PYTHONPATH``, ``HF_*``,
 ``TRANSFORMERS_*``...) cannot be set for one in-process run: :func:`needs_process` sends such a
@@ -130,14 +131,23 @@ def _logging_to(stream):
         root.setLevel(saved_root[1])
 
 
+def _once_memories() -> list[set]:
+    """factprobe's module-level memories of what a process has already done: a new process
+    starts with them empty (found with grep for module-level sets and dicts; the others are
+    caches of pure functions)."""
+    from factprobe.core import outdir, redact
+    return [redact._seen,     # secrets to mask, learnt from URLs seen
+            outdir._SAID]     # warnings about --out, printed once
+
+
 @contextlib.contextmanager
 def _process_state(offline: bool):
     """Signal handlers, torch's threads, redaction's memory, the Hub's offline switch (on for
     a run whose environment sets HF_HUB_OFFLINE=1, as huggingface_hub would have read it)."""
-    from factprobe.core import redact
     handlers = {s: signal.getsignal(s) for s in _SIGNALS}
-    seen = set(redact._seen)
-    redact._seen.clear()
+    memories = [(m, set(m)) for m in _once_memories()]
+    for memory, _ in memories:
+        memory.clear()
     torch = sys.modules.get("torch")
     threads = torch.get_num_threads() if torch is not None else None
     patched = []
@@ -151,8 +161,9 @@ def _process_state(offline: bool):
     finally:
         for s, h in handlers.items():
             signal.signal(s, h)
-        redact._seen.clear()
-        redact._seen.update(seen)
+        for memory, saved in memories:
+            memory.clear()
+            memory.update(saved)
         if threads is not None:
             torch.set_num_threads(threads)
         for mod, value in patched:
