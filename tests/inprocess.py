@@ -61,8 +61,6 @@ def needs_process(env: dict | None) -> bool:
 def _env_and_cwd(env: dict, cwd: Path):
     saved_env, saved_cwd = dict(os.environ), os.getcwd()
     os.environ.update(env)
-    for k in [k for k, v in env.items() if v is None]:
-        os.environ.pop(k)
     os.chdir(cwd)
     try:
         yield
