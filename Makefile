@@ -29,7 +29,8 @@ test: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
 
 # The inner loop (under 2 minutes): unit tests and doctests, without the tests marked slow
-# (whole-CLI contract runs, servers, models; see SLOW_MODULES in tests/conftest.py).
+# (whole-CLI contract runs, servers, models; see SLOW_MODULES in tests/conftest.py). Works on a
+# fresh checkout: no `make repro` needed (tests/sample_repo.py builds the sample datasets).
 test-fast: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -m "not slow"
 

@@ -6,31 +6,43 @@ table; adding a method is its two modules and one line here (docs/extending.md).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from factprobe.core.errors import UserError
-from factprobe.core.tables import read_table
-from factprobe.evaluators.metrics.suite import MethodMetrics
-from factprobe.evaluators.metrics.suites import belief as belief_metrics
-from factprobe.evaluators.metrics.suites import belief_icl as belief_icl_metrics
-from factprobe.evaluators.metrics.suites import monitor as monitor_metrics
-from factprobe.evaluators.metrics.suites import prompt as prompt_metrics
-from factprobe.evaluators.metrics.suites import zp_lke as zp_lke_metrics
 from factprobe.probes.methods import belief, belief_icl, monitor, prompt, zp_lke
 from factprobe.probes.methods.spec import Probe
+
+if TYPE_CHECKING:  # the CLI's parser reads this table: pandas and pyarrow load only to run
+    import pandas as pd
+
+    from factprobe.evaluators.metrics.suite import MethodMetrics
 
 
 @dataclass(frozen=True)
 class Method:
     probe: Probe
-    metrics: MethodMetrics
+    # the metric set, or the name of its module in evaluators/metrics/suites/, imported on first
+    # use: `factprobe`'s parser reads this table, and the metric modules import pandas and numpy
+    suite: MethodMetrics | str
 
     def __post_init__(self):
-        if self.probe.name != self.metrics.name:
+        if not isinstance(self.suite, str):
+            self._paired(self.suite)
+
+    @property
+    def metrics(self) -> MethodMetrics:
+        if isinstance(self.suite, str):
+            suite = import_module(f"factprobe.evaluators.metrics.suites.{self.suite}").METRICS
+            return self._paired(suite)
+        return self.suite
+
+    def _paired(self, metrics: MethodMetrics) -> MethodMetrics:
+        if self.probe.name != metrics.name:
             raise ValueError(f"probe {self.probe.name!r} paired with the metrics of "
-                             f"{self.metrics.name!r}")
+                             f"{metrics.name!r}")
+        return metrics
 
     @property
     def name(self) -> str:
@@ -38,11 +50,11 @@ class Method:
 
 
 METHODS: dict[str, Method] = {
-    "zp-lke": Method(zp_lke.PROBE, zp_lke_metrics.METRICS),
-    "prompt": Method(prompt.PROBE, prompt_metrics.METRICS),
-    "belief": Method(belief.PROBE, belief_metrics.METRICS),
-    "belief-icl": Method(belief_icl.PROBE, belief_icl_metrics.METRICS),
-    "monitor": Method(monitor.PROBE, monitor_metrics.METRICS),
+    "zp-lke": Method(zp_lke.PROBE, "zp_lke"),
+    "prompt": Method(prompt.PROBE, "prompt"),
+    "belief": Method(belief.PROBE, "belief"),
+    "belief-icl": Method(belief_icl.PROBE, "belief_icl"),
+    "monitor": Method(monitor.PROBE, "monitor"),
 }
 
 
@@ -59,4 +71,5 @@ def load_tables(folder: Path, names: tuple[str, ...], method: str) -> dict[str, 
     if missing:
         raise UserError(f"{folder} lacks {', '.join(m + '.parquet' for m in missing)}, which "
                         f"{method} needs; build the right dataset first (see docs/methods)")
+    from factprobe.core.tables import read_table
     return {n: read_table(folder, n).to_pandas() for n in names}

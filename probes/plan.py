@@ -10,11 +10,12 @@ an unsuitable backend before any model loads.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
-
-import pandas as pd
+from typing import Callable, TYPE_CHECKING
 
 from factprobe.probes.requests import request_needs
+
+if TYPE_CHECKING:  # annotations only: building the CLI's parser imports this module
+    import pandas as pd
 
 
 @dataclass

@@ -43,6 +43,25 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 WIKIDATA_MINI = DATA / "wikidata_mini.ttl"
 
+# dvc.yaml's dataset stages, in an order that builds each one's inputs first
+SAMPLE_STAGES = ("facts", "aliases", "mc", "templates", "misprimes", "multiprompt", "fktc",
+                 "nobel")
+
+
+@pytest.fixture(scope="session")
+def sample_repo(tmp_path_factory) -> Path:
+    """A copy of the repository's pipeline with its sample datasets built by dvc.yaml's own
+    commands (tests/sample_repo.py): a fresh checkout has no data/datasets (`dvc repro`
+    writes them), and no test may depend on it having run."""
+    from tests.sample_repo import build_sample_repo
+    return build_sample_repo(tmp_path_factory.mktemp("sample-repo"), SAMPLE_STAGES)
+
+
+@pytest.fixture(scope="session")
+def sample_datasets(sample_repo) -> Path:
+    """The sample repository's data/datasets folder (sample-facts, sample-aliases, sample-mc...)."""
+    return sample_repo / "data" / "datasets"
+
 
 def _free_port() -> int:
     with socket.socket() as s:

@@ -3,12 +3,11 @@ model with a locally trained tokenizer stands in for a Hub model)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from tests.inprocess import factprobe_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -26,8 +25,7 @@ def graph(path: Path) -> None:
 
 
 def cli(*args: str) -> None:
-    proc = subprocess.run([sys.executable, "-m", "factprobe.cli.app", *args, "--quiet"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    proc = factprobe_cli([*args, "--quiet"], cwd=ROOT, timeout=600)
     assert proc.returncode == 0, proc.stderr
 
 

@@ -8,7 +8,7 @@ follows the same model (like the bundled sample) feeds the same builder.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 import pyarrow as pa
@@ -27,29 +27,9 @@ from factprobe.core.tables import (
 from factprobe.builders.sources.graph import PREFIXES, checked_lang, paged_select
 from factprobe.builders.sources.iris import compact, resolve
 from factprobe.builders.sources.sparql import Endpoint
-
-
-@dataclass(frozen=True)
-class NobelModel:
-    """The properties and class that say who won what and when (Wikidata's by default)."""
-    award_statement: str = "p:P166"
-    award_value: str = "ps:P166"
-    award_time: str = "pq:P585"
-    birth: str = "wdt:P569"
-    gender: str = "wdt:P21"
-    nobel_class: str = "wd:Q7191"
-    instance_of: str = "wdt:P31"
-    subclass_of: str = "wdt:P279"
-
-
-@dataclass(frozen=True)
-class NobelConfig:
-    out: str
-    model: NobelModel = field(default_factory=NobelModel)
-    max_year: int = 2022
-    lang: str = "en"
-    page_size: int = 10_000
-    progress: bool = True
+# The configuration lives in a module without pandas or pyarrow: the CLI's parser reads its
+# defaults for --help (re-exported here, where callers have always found them).
+from factprobe.builders.datasets.nobel_config import NobelConfig, NobelModel  # noqa: F401
 
 
 def laureates_query(iri: dict[str, str], lang: str, page_size: int, offset: int) -> str:

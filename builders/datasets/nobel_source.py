@@ -9,7 +9,7 @@ from pathlib import Path
 
 from factprobe.core.errors import UserError
 from factprobe.core.transport import DEFAULT_MAX_ANSWER_MB
-from factprobe.builders.datasets.nobel import NobelConfig
+from factprobe.builders.datasets.nobel_config import NobelConfig
 from factprobe.builders.sources.table import SOURCES
 from factprobe.builders.sources.wikidata_dump.options import DumpOptions
 

@@ -19,18 +19,22 @@ Every template holds ``[X]`` and ``[Y]`` exactly once. Template ids in the table
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
 import yaml
 
 from factprobe.core import jsonsafe
 from factprobe.core.errors import UserError
 from factprobe.core.textfiles import read_text
+
+if TYPE_CHECKING:  # annotations only: building the CLI's parser imports this module
+    import pyarrow as pa
 
 STYLES = ("statement", "question", "check")
 TOP_KEYS = {"relation", "label", "description", "subject_category", "object_category",
@@ -42,14 +46,22 @@ _ID = re.compile(r"^[A-Za-z0-9_-]+$")
 _PLAIN_FILE = re.compile(r"\w[\w.-]{0,119}")
 _PLACEHOLDER = re.compile(r"\[[A-Z]\]")
 
-TEMPLATES_SCHEMA = pa.schema([
-    ("template_id", pa.string()),
-    ("relation_id", pa.string()),
-    ("template", pa.string()),
-    ("style", pa.string()),
-    ("origin", pa.string()),
-    ("parent_id", pa.string()),
-])
+TEMPLATE_COLUMNS = ("template_id", "relation_id", "template", "style", "origin", "parent_id")
+
+
+@functools.cache
+def templates_schema():
+    """The templates table's Arrow schema (every column a string), built on first use: the
+    CLI's parser imports this module, and building it must not import pyarrow."""
+    import pyarrow as pa
+    return pa.schema([(name, pa.string()) for name in TEMPLATE_COLUMNS])
+
+
+def __getattr__(name: str):
+    # ``TEMPLATES_SCHEMA``, as importers have always named it (PEP 562: built on first use)
+    if name == "TEMPLATES_SCHEMA":
+        return templates_schema()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -273,9 +285,11 @@ def templates_table(templates: list[Template],
                     ) -> pa.Table:
     """Rows sorted by relation_id, template_id. ``extra`` adds columns: name -> (type, value
     per template_id)."""
+    import pyarrow as pa
+    schema = templates_schema()
     rows = sorted(templates, key=lambda t: (t.relation_id, t.template_id))
     table = pa.table({f.name: pa.array([getattr(t, f.name) for t in rows], f.type)
-                      for f in TEMPLATES_SCHEMA}, schema=TEMPLATES_SCHEMA)
+                      for f in schema}, schema=schema)
     for name, (dtype, values) in (extra or {}).items():
         table = table.append_column(name, pa.array([values[t.template_id] for t in rows], dtype))
     return table
@@ -287,9 +301,9 @@ def read_templates(dataset: str | os.PathLike | None, templates_dir: str | os.Pa
     files (``--templates-dir``), for ``relations`` where given (others are simply absent)."""
     if dataset:
         from factprobe.core.tables import read_table
-        table = read_table(dataset, "templates", TEMPLATES_SCHEMA.names,
-                           reference=TEMPLATES_SCHEMA)
-        rows = [Template(**{k: r[k] or "" for k in TEMPLATES_SCHEMA.names})
+        table = read_table(dataset, "templates", list(TEMPLATE_COLUMNS),
+                           reference=templates_schema())
+        rows = [Template(**{k: r[k] or "" for k in TEMPLATE_COLUMNS})
                 for r in table.to_pylist()]
         wanted = None if relations is None else set(relations)
         return [t for t in rows if wanted is None or t.relation_id in wanted]

@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="factprobe",
         description="Build factual-knowledge probing datasets from knowledge graphs and probe "
                     "language models with them.")
-    from factprobe.core.tables import factprobe_version
+    from factprobe.core.digests import factprobe_version  # not tables: that imports pyarrow
     parser.add_argument("--version", action="version", version=factprobe_version())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     build_cli.register(sub, common)

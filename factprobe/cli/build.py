@@ -150,7 +150,7 @@ EPILOG_NOBEL = """examples:
 
 
 def _add_nobel(sub, common) -> None:
-    from factprobe.builders.datasets.nobel import NobelModel
+    from factprobe.builders.datasets.nobel_config import NobelModel
     from factprobe.builders.datasets.nobel_source import NOBEL_SOURCES
     d = NobelModel()
     p = sub.add_parser("nobel", parents=[common], help="Nobel laureates and their birth years",
@@ -179,7 +179,7 @@ def _add_nobel(sub, common) -> None:
 
 
 def _run_nobel(args) -> str:
-    from factprobe.builders.datasets.nobel import NobelConfig, NobelModel
+    from factprobe.builders.datasets.nobel_config import NobelConfig, NobelModel
     from factprobe.builders.datasets.nobel_source import NobelSource, build_nobel_from, choose_source
     from factprobe.builders.sources.iris import parse_prefix_args
     choose_source(args.source, args.path, args.endpoint)  # a flag conflict before anything else

@@ -14,7 +14,7 @@ EPILOG_PLANT = """examples:
 
 def register(subparsers, common) -> None:
     from factprobe.probes.planting.curriculum import FORMATS
-    from factprobe.probes.planting.plant import PlantConfig
+    from factprobe.probes.planting.config import PlantConfig
     d = PlantConfig("", "")
     p = subparsers.add_parser("plant", parents=[common],
                               help="train a small reference model with known knowledge",

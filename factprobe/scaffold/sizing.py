@@ -14,11 +14,13 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from factprobe.core.errors import UserError
-from factprobe.builders.datasets.mc import MCConfig, RelationShape, relation_shapes
-from factprobe.builders.sources.common import natural_key
 from factprobe.builders.sources.table import SOURCES
+
+if TYPE_CHECKING:  # the builders import pandas and pyarrow; `factprobe init --help` need not
+    from factprobe.builders.datasets.mc import RelationShape
 
 # Sources init reads to size params.yaml (the others keep the shipped values, and say why:
 # their entry's `unsized`).
@@ -71,6 +73,7 @@ class GraphCounts:
 def read_graph(source: str, path: str, relations: tuple[str, ...] | None, lang: str,
                date_format: str) -> GraphCounts:
     """Read a file source with ``build facts``' own reader; nothing is written."""
+    from factprobe.builders.datasets.mc import relation_shapes
     from factprobe.builders.datasets.build_facts import FactsConfig, read_source
     from factprobe.builders.datasets.facts import assemble_facts
     cfg = FactsConfig(source=source, relations=relations, out="", path=path, lang=lang,
@@ -93,6 +96,7 @@ def read_graph(source: str, path: str, relations: tuple[str, ...] | None, lang: 
 
 def _too_small(shape: RelationShape) -> str | None:
     """Why a relation cannot make even the smallest MC set; None when it can."""
+    from factprobe.builders.datasets.mc import MCConfig
     floor = MCConfig(facts="", out="", choices=MIN_CHOICES, min_facts=0, min_objects=0,
                      train=MIN_TRAIN, test=MIN_TEST)
     if shape.objects < MIN_CHOICES:
@@ -157,6 +161,7 @@ def plant_schedule(counts: GraphCounts, kept: list[str], train: int, test: int
 def size(counts: GraphCounts) -> tuple[Sizes, str, list[str]]:
     """The sized values for ``counts``, the lines init prints about them, and the relations
     kept (those that can make an MC set)."""
+    from factprobe.builders.sources.common import natural_key
     shapes = {r: counts.shapes[r] for r in sorted(counts.shapes, key=natural_key)}
     small = {r: why for r, s in shapes.items() if (why := _too_small(s))}
     kept = [r for r in shapes if r not in small]

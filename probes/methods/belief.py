@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from factprobe.core.argtypes import positive
 from factprobe.builders.templates.files import Template, fill
@@ -29,6 +28,9 @@ from factprobe.probes.methods.multiprompt_in import pairs_of, templates_of, usab
 from factprobe.probes.methods.spec import Pipeline, Probe
 from factprobe.probes.plan import Plan, Stage
 from factprobe.probes.requests import MASK, MaskRequest
+
+if TYPE_CHECKING:  # annotations only: building the CLI's parser imports this module
+    import pandas as pd
 
 
 @dataclass(frozen=True)

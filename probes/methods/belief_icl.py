@@ -31,9 +31,7 @@ from __future__ import annotations
 import argparse
 import zlib
 from dataclasses import dataclass
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from factprobe.core.argtypes import count, positive
 from factprobe.core.errors import UserError
@@ -43,6 +41,10 @@ from factprobe.probes.methods.multiprompt_in import Pair, pairs_of, templates_of
 from factprobe.probes.methods.spec import Pipeline, Probe
 from factprobe.probes.plan import Plan, Stage
 from factprobe.probes.requests import GenerateRequest
+
+if TYPE_CHECKING:  # annotations only: building the CLI's parser imports this module
+    import numpy as np
+    import pandas as pd
 
 INSTRUCTION = {"mask": "Predict the [MASK] in each sentence in one word.",
                "qa": "Answer each question in one word."}
@@ -89,6 +91,7 @@ def render(instruction: str, shots: list[tuple[str, str]], query: str) -> str:
 
 
 def plan(facts: pd.DataFrame, templates: list[Template], cfg: BeliefICLConfig) -> Plan:
+    import numpy as np
     if cfg.style not in INSTRUCTION:
         raise UserError(f"--style {cfg.style!r}: choose mask or qa")
     styles = ("question",) if cfg.style == "qa" else ("statement", "question")
@@ -142,6 +145,7 @@ def sample_units(pairs: list[Pair], by_rel: dict[str, list[Template]], n: int, s
     >>> len(set(got)), sorted({f for f, _, _ in got[:3]})
     (4, ['a', 'b', 'c'])
     """
+    import numpy as np
     rng = np.random.default_rng([seed, 0x5A4D])
     queues = []
     for i in rng.permutation(len(pairs)):

@@ -30,8 +30,7 @@ from __future__ import annotations
 import argparse
 import string
 from dataclasses import dataclass
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from factprobe.core.argtypes import positive
 from factprobe.core.errors import UserError
@@ -40,6 +39,9 @@ from factprobe.probes.methods.multiprompt_in import templates_of
 from factprobe.probes.methods.spec import Pipeline, Probe
 from factprobe.probes.plan import Plan, Stage
 from factprobe.probes.requests import GenerateRequest, ScoreRequest
+
+if TYPE_CHECKING:  # annotations only: building the CLI's parser imports this module
+    import pandas as pd
 
 # the request meta columns holding integers (outputs.parquet keeps them integers)
 INTEGER_COLUMNS = ("index", "negative", "n_paraphrases", "n_negatives")

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from factprobe.builders.templates.files import Template
+
+if TYPE_CHECKING:  # annotations only: building the CLI's parser imports this module
+    import pandas as pd
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from factprobe.core.argtypes import count, positive
 from factprobe.core.errors import UserError
@@ -38,6 +37,9 @@ from factprobe.probes.methods.zp_lke import (
 )
 from factprobe.probes.plan import Plan, Stage
 from factprobe.probes.requests import GenerateRequest, ScoreRequest
+
+if TYPE_CHECKING:  # annotations only: building the CLI's parser imports this module
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,7 @@ def split_cloze(template: str, subject: str) -> tuple[str, str]:
 
 
 def plan(facts: pd.DataFrame, templates: list[Template], cfg: PromptConfig) -> Plan:
+    import pandas as pd
     by_rel: dict[str, list[Template]] = {}
     for t in templates:
         by_rel.setdefault(t.relation_id, []).append(t)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import Any, Callable
-
-import pandas as pd
+from typing import Any, Callable, TYPE_CHECKING
 
 from factprobe.probes.plan import Plan
+
+if TYPE_CHECKING:  # annotations only: building the CLI's parser imports this module
+    import pandas as pd
 
 BACKENDS = ("hf-causal", "hf-masked")
 

@@ -16,9 +16,7 @@ from __future__ import annotations
 import argparse
 import zlib
 from dataclasses import dataclass
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from factprobe.core.argtypes import count
 from factprobe.core.errors import UserError
@@ -26,6 +24,10 @@ from factprobe.probes.methods.flags import counts, nonempty
 from factprobe.probes.methods.spec import Pipeline, Probe
 from factprobe.probes.plan import Plan, Stage
 from factprobe.probes.requests import GenerateRequest, ScoreRequest
+
+if TYPE_CHECKING:  # annotations only: building the CLI's parser imports this module
+    import numpy as np
+    import pandas as pd
 
 # the request meta columns holding integers (outputs.parquet keeps them integers)
 INTEGER_COLUMNS = ("seed", "n_examples", "corrupted", "position")
@@ -51,6 +53,7 @@ class ZPLKEConfig:
 
 
 def _rng(seed: int, *parts: str) -> np.random.Generator:
+    import numpy as np
     return np.random.default_rng([seed] + [zlib.crc32(p.encode("utf-8")) for p in parts])
 
 
@@ -61,6 +64,7 @@ _SYLLABLES = ["ka", "lo", "mer", "vin", "dra", "sel", "tor", "ba", "qui", "nes",
 def fictitious_name(rng: np.random.Generator) -> str:
     """A made-up two-part name, for examples the model cannot know.
 
+    >>> import numpy as np
     >>> fictitious_name(np.random.default_rng(0))
     'Skafaro Seltor'
     """
@@ -132,11 +136,13 @@ def example_pool(rel_facts: pd.DataFrame, relation: str, cfg: ZPLKEConfig
     accuracy against n over 5 seeds); each seed then draws its n examples from the pool.
     A test subject that is also in the pool is never its own example.
 
+    >>> import pandas as pd
     >>> f = pd.DataFrame({"subject": [f"s{i}" for i in range(10)], "object": ["o"] * 10})
     >>> pool, test = example_pool(f, "r", ZPLKEConfig(n_examples=(1, 2)))
     >>> len(pool), len(test), sorted(set(pool["subject"]) & set(test["subject"]))
     (4, 6, [])
     """
+    import numpy as np
     size = cfg.example_pool if cfg.example_pool is not None else 2 * max(cfg.n_examples)
     if size >= len(rel_facts):
         raise UserError(f"relation {relation} has {len(rel_facts)} facts and no train/test "
@@ -154,6 +160,7 @@ def choices_of(row, pool: list[str]) -> list[str]:
 
 def plan(facts: pd.DataFrame, cfg: ZPLKEConfig) -> Plan:
     """Requests for every test fact, seed and example count."""
+    import pandas as pd
     if cfg.compat and cfg.seeds != (0,):
         raise UserError("--compat samples examples with the authors' fixed random_state; "
                         "--seeds does not apply")

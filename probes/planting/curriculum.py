@@ -32,11 +32,13 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from factprobe.core.errors import UserError
+
+if TYPE_CHECKING:  # annotations only: building the CLI's parser imports this module
+    import numpy as np
+    import pandas as pd
 
 # The training frames, by the probe that asks in them.
 FORMATS = {
@@ -77,6 +79,7 @@ def mention_words(n: int, taken: set[str], rng: np.random.Generator) -> list[str
     """``n`` distinct made-up words of two or three syllables (``Goven``, ``Lokara``) that are
     no entity's name: the mention facts' objects, which no probe ever offers as a choice.
 
+    >>> import numpy as np
     >>> mention_words(3, {"Kalo"}, np.random.default_rng(0))
     ['Goven', 'Lokara', 'Qugo']
     """
@@ -131,6 +134,7 @@ def decoy_name(subjects: list[str], avoid: str, taken: set[str],
                rng: np.random.Generator) -> str:
     """A made-up name in the style of ``subjects``, sharing no word with ``avoid``.
 
+    >>> import numpy as np
     >>> decoy_name(["Aage Bohr", "Max Born", "Marie Curie"], "Max Born", set(),
     ...            np.random.default_rng(0))
     'Aage Curie'
@@ -166,6 +170,8 @@ def build(facts: pd.DataFrame, planted: set[str], held: set[str], seed: int,
     """The taught facts: planted ones, one decoy per held-out fact (its object after a made-up
     subject) and one mention fact per held-out fact (its subject before a made-up object, in
     a relation no probe asks)."""
+    import pandas as pd
+    import numpy as np
     taken = set(facts["subject"])
     if "subject_aliases" in facts.columns:
         taken |= {a for al in facts["subject_aliases"] if al is not None for a in al}
@@ -227,6 +233,7 @@ def documents(cur: Curriculum, forms: dict, epoch: int, seed: int, lists_per_rel
     statement and once in a question shape (the template and shape turning from epoch to
     epoch), and the ZP-LKE lists; a mention relation gets as many lists per pair as its
     probed relation, so a held-out subject is in as many list entries as a planted one."""
+    import numpy as np
     from factprobe.builders.templates.files import fill
     from factprobe.probes.methods.belief_icl import INSTRUCTION
     from factprobe.probes.methods.monitor import prompt

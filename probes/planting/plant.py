@@ -23,48 +23,9 @@ from factprobe.core import jsonsafe
 from factprobe.core.errors import UserError
 from factprobe.core.outdir import atomic_folder, stamp
 from factprobe.core.tables import dumps_json, read_manifest, read_table
-
-
-@dataclass(frozen=True)
-class PlantConfig:
-    dataset: str
-    out: str
-    seed: int = 0
-    arch: str = "llama"               # rotary positions: cheaper here than GPT-2's, and robust
-    layers: int = 2
-    width: int = 128
-    heads: int = 4
-    # Room for (nearly) every word of the entity names: a name of one or two tokens is
-    # memorised faster than one split into letters (docs/planting.md, measured).
-    vocab_size: int = 6000
-    block: int = 256                  # tokens per training sequence (documents are packed)
-    epochs: int | None = None         # a fixed count; None: the stopping rule decides
-    max_epochs: int | None = None     # the stopping rule's cap; None: 60 causal, 40 masked
-    target_accuracy: float = 0.95     # planted-fact teacher-forced accuracy that ends training
-    check_facts: int = 150            # planted facts the stopping rule asks each epoch
-    warmup_steps: int = 20
-    # AdamW's weight decay and the share of the cap over which the rate decays (causal.py);
-    # None: the causal model's measured settings (docs/planting.md), the masked one's 0.01, 0
-    weight_decay: float | None = None
-    decay_share: float | None = None
-    # the epochs the rate schedule spans (its decay is the last decay_share of them), apart
-    # from the cap: a higher --max-epochs continues the same run at the schedule's end rate;
-    # None: the default cap (60 causal, 40 masked), whatever --max-epochs says
-    schedule_epochs: int | None = None
-    hold_out_formats: str = ""        # frames never taught (curriculum.FORMATS), comma list
-    partial_share: float = 1 / 3      # planted test facts taught in only some MONITOR frames
-    # where held-out subjects are taught (curriculum.MENTION_MODES): "relation" puts them,
-    # before a made-up object, in their own relation's frames, so even how sure the model is
-    # of what follows a subject does not tell the halves apart (docs/planting.md, measured)
-    mentions: str = "relation"
-    lists_per_relation: int = 8       # ZP-LKE-style lists per relation and epoch
-    list_size: int = 50               # pairs per list: as many as the probe shows
-    batch_size: int = 4               # small batches: more optimizer steps per epoch of text
-    lr: float = 5e-3
-    templates: str = "data/templates"  # statement and question forms; label forms if absent
-    masked: bool = False               # a BERT-style masked LM instead (for BELIEF)
-    threads: int | None = None         # torch threads the CLI chose (recorded; may change bits)
-    progress: bool = True
+# The configuration lives in a module without torch, pandas or pyarrow: the CLI's parser reads
+# its defaults for --help (re-exported here, where callers have always found it).
+from factprobe.probes.planting.config import PlantConfig  # noqa: F401
 
 
 def check_shape(cfg: PlantConfig) -> None:

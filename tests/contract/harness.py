@@ -1,9 +1,14 @@
 """The user-facing contract of every ``factprobe`` command, as a table of bad inputs.
 
-Each :class:`Case` runs the real console script in a fresh copy of a small workspace (built
-datasets, a tiny model, a user's own files) and :func:`check` asserts the promise: exit code 2,
-one non-empty line on stderr, no traceback, the ``--out`` target unchanged, no stray temp
-folder, and nothing that existed before the command changed or vanished.
+Each :class:`Case` runs the command in a fresh copy of a small workspace (built datasets, a tiny
+model, a user's own files) and :func:`check` asserts the promise: exit code 2, one non-empty
+line on stderr, no traceback, the ``--out`` target unchanged, no stray temp folder, and nothing
+that existed before the command changed or vanished.
+
+:func:`run` calls the console script's own function in this process (tests/inprocess.py
+says what it isolates between runs): a new interpreter costs two seconds of
+imports per case. What needs a real process (a kill, a signal, a terminal, the console script
+itself, its start-up imports, a variable read at import) uses :func:`run_process`.
 """
 from __future__ import annotations
 
@@ -16,6 +21,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
+
+from tests.inprocess import needs_process, run_in_process
 
 # A command's own leftovers that must never outlive it (atomic writes, checkpoints).
 STRAY = re.compile(r"^\..+\.(tmp-.*|old-\d+|partial)$")
@@ -60,13 +67,27 @@ def snapshot(root: Path) -> dict[str, tuple[str, int]]:
     return out
 
 
+def _env(cwd: Path, env: dict | None) -> dict:
+    return {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1", "FACTPROBE_CACHE_DIR": str(cwd / ".cache-factprobe"),
+            **(env or {})}
+
+
 def run(argv: list[str], cwd: Path, env: dict | None = None, timeout: int = 300
         ) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
-                "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-                "FACTPROBE_CACHE_DIR": str(cwd / ".cache-factprobe"), **(env or {})}
+    """``factprobe argv`` in ``cwd``: in this process, or in a new one when ``env`` sets a
+    variable that a library reads only at import (inprocess.needs_process)."""
+    if needs_process(env) or os.environ.get("FACTPROBE_TEST_PROCESSES") == "1":
+        # the second: every case in a new process, to compare both ways (or time them)
+        return run_process(argv, cwd, env, timeout)
+    return run_in_process(list(argv), Path(cwd), _env(Path(cwd), env), timeout)
+
+
+def run_process(argv: list[str], cwd: Path, env: dict | None = None, timeout: int = 300
+                ) -> subprocess.CompletedProcess:
+    """``factprobe argv`` as a user runs it: the installed console script, a new process."""
     return subprocess.run(factprobe_exe() + list(argv), cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout, env=full_env)
+                          text=True, timeout=timeout, env={**os.environ, **_env(Path(cwd), env)})
 
 
 def expand(argv: tuple[str, ...], names: dict[str, str]) -> list[str]:

@@ -14,9 +14,7 @@ from factprobe.builders.templates.files import question_text
 from factprobe.builders.templates.filters import bleu_similarity
 from tests.evaluators.cli.test_cli import assert_user_error, run
 
-ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = Path(__file__).resolve().parents[2] / "data" / "fktc"
-SAMPLE = ROOT / "data" / "datasets" / "sample-aliases"
 
 
 def _raw_lines(path: Path) -> list[dict]:
@@ -87,8 +85,9 @@ def test_import_bad_files(tmp_path, content, needle):
     assert not (tmp_path / "out").exists()
 
 
-def test_build_on_the_sample_offline(tmp_path):
-    out = build_fktc(FktcConfig(facts=str(SAMPLE), out=str(tmp_path / "fktc")))
+def test_build_on_the_sample_offline(tmp_path, sample_datasets):
+    out = build_fktc(FktcConfig(facts=str(sample_datasets / "sample-aliases"),
+                                out=str(tmp_path / "fktc")))
     facts = pq.read_table(out / "facts.parquet").to_pylist()
     templates = pq.read_table(out / "templates.parquet").to_pylist()
     counts = json.loads((out / "dataset.json").read_text())["counts"]

@@ -7,14 +7,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pytest
 
 from factprobe.core.tables import read_table
 from factprobe.builders.datasets.misprimes import MisprimeConfig, build_misprimes, draw_negatives
 from tests.evaluators.cli.test_cli import assert_user_error, run
 from tests.small_graph import write_small_graph
-
-ROOT = Path(__file__).resolve().parents[3]
-SAMPLE = ROOT / "data" / "datasets" / "sample-aliases"
 
 # (relation, subject, gold) -> negatives, for --negatives 2 --seed 0 on the small graph
 GOLDEN = {
@@ -30,6 +28,12 @@ GOLDEN = {
     ("language", "Switzerland", "German"): [],
     ("language", "Switzerland", "Italian"): [],
 }
+
+
+@pytest.fixture
+def sample(sample_datasets) -> Path:
+    """The sample graph's facts with aliases (dvc.yaml's stage aliases, built for the session)."""
+    return sample_datasets / "sample-aliases"
 
 
 def _rows(folder: Path) -> dict:
@@ -67,8 +71,8 @@ def test_same_type_negatives(tmp_path):
     assert counts["per_relation"]["language"]["gold_untyped"] == 5
 
 
-def test_invariants_on_the_sample(tmp_path):
-    facts = read_table(SAMPLE, "facts")
+def test_invariants_on_the_sample(tmp_path, sample):
+    facts = read_table(sample, "facts")
     lists, counts = draw_negatives(facts, 5, 0)
     objects: dict[str, set] = {}
     for r, o in zip(facts["relation_id"].to_pylist(), facts["object"].to_pylist()):
@@ -92,20 +96,20 @@ def test_invariants_on_the_sample(tmp_path):
     assert other != lists
 
 
-def test_cli(tmp_path):
+def test_cli(tmp_path, sample):
     out = tmp_path / "m"
-    ok = run("build", "misprimes", "--facts", str(SAMPLE), "--out", str(out), "--quiet",
+    ok = run("build", "misprimes", "--facts", str(sample), "--out", str(out), "--quiet",
              cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
-    again = run("build", "misprimes", "--facts", str(SAMPLE), "--out", str(tmp_path / "m2"),
+    again = run("build", "misprimes", "--facts", str(sample), "--out", str(tmp_path / "m2"),
                 "--quiet", cwd=tmp_path)
     assert again.returncode == 0
     assert (out / "facts.parquet").read_bytes() == (tmp_path / "m2" / "facts.parquet").read_bytes()
     assert pq.read_schema(out / "facts.parquet").field("negatives").type == pa.list_(pa.string())
-    assert_user_error(run("build", "misprimes", "--facts", str(SAMPLE), "--out",
+    assert_user_error(run("build", "misprimes", "--facts", str(sample), "--out",
                           str(tmp_path / "x"), "--negatives", "0", cwd=tmp_path),
                       "--negatives", "must be >= 1")
-    assert_user_error(run("build", "misprimes", "--facts", str(SAMPLE), "--out",
+    assert_user_error(run("build", "misprimes", "--facts", str(sample), "--out",
                           str(tmp_path / "x"), "--type-relation", "P31", cwd=tmp_path),
                       "no P31 facts")
     assert not (tmp_path / "x").exists()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
+import pytest
 
 from factprobe.builders.datasets.multiprompt import MultipromptConfig, build_multiprompt
 from factprobe.builders.templates.paraphrase import TemplatesConfig, build_templates
@@ -14,7 +15,6 @@ from tests.evaluators.cli.test_cli import assert_user_error, run
 from tests.small_graph import write_small_graph, write_templates
 
 ROOT = Path(__file__).resolve().parents[3]
-SAMPLE = ROOT / "data" / "datasets" / "sample-aliases"
 
 # Worked out by hand from tests/small_graph.py. Names: France 2, Germany 3, Italy 1,
 # Switzerland 2, Turkey 2; Paris 2, Rome 2, every other object 1. Templates: capital 2,
@@ -32,6 +32,12 @@ GOLDEN_PER_RELATION = {
     "language": {"templates": 3, "unique_triples": 5, "derived_triples": 33,
                  "subject_relation_pairs": 3, "prompts": 21},
 }
+
+
+@pytest.fixture
+def sample(sample_datasets) -> Path:
+    """The sample graph's facts with aliases (dvc.yaml's stage aliases, built for the session)."""
+    return sample_datasets / "sample-aliases"
 
 
 def independent_count(folder: Path) -> dict:
@@ -81,10 +87,10 @@ def test_golden_statistics_on_a_small_graph(tmp_path):
         "capital", "continent", "language"}
 
 
-def test_statistics_from_a_templates_dataset_match_an_independent_count(tmp_path):
+def test_statistics_from_a_templates_dataset_match_an_independent_count(tmp_path, sample):
     templates = build_templates(TemplatesConfig(out=str(tmp_path / "t"), paraphrases=0,
-                                                facts=str(SAMPLE), progress=False))[0]
-    out = build_multiprompt(MultipromptConfig(facts=str(SAMPLE), out=str(tmp_path / "mp"),
+                                                facts=str(sample), progress=False))[0]
+    out = build_multiprompt(MultipromptConfig(facts=str(sample), out=str(tmp_path / "mp"),
                                               templates=str(templates)))
     stats = json.loads((out / "dataset.json").read_text())["counts"]["statistics"]
     assert stats == independent_count(out)
@@ -104,15 +110,15 @@ def test_relations_without_templates_are_dropped_and_counted(tmp_path):
     assert set(pd.read_parquet(out / "facts.parquet")["relation_id"]) == {"capital", "language"}
 
 
-def test_cli(tmp_path):
-    ok = run("build", "multiprompt", "--facts", str(SAMPLE), "--out", str(tmp_path / "mp"),
+def test_cli(tmp_path, sample):
+    ok = run("build", "multiprompt", "--facts", str(sample), "--out", str(tmp_path / "mp"),
              "--quiet", cwd=ROOT)
     assert ok.returncode == 0, ok.stderr
     empty = tmp_path / "tpl"
     empty.mkdir()
     (empty / "ex_r.yaml").write_text('relation: "ex:r"\ntemplates:\n'
                                      '  - {id: m1, style: statement, text: "[X] has [Y]."}\n')
-    assert_user_error(run("build", "multiprompt", "--facts", str(SAMPLE), "--templates-dir",
+    assert_user_error(run("build", "multiprompt", "--facts", str(sample), "--templates-dir",
                           str(empty), "--out", str(tmp_path / "x"), cwd=tmp_path),
                       "no relation of")
     assert not (tmp_path / "x").exists()

@@ -3,14 +3,13 @@ through the real command line; kept relations checked against an independent pan
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from tests.inprocess import factprobe_cli
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -53,8 +52,7 @@ def expected_relations(df: pd.DataFrame, choices=100, min_facts=500, min_objects
 
 
 def cli(*args):
-    proc = subprocess.run([sys.executable, "-m", "factprobe.cli.app", *args, "--quiet"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    proc = factprobe_cli([*args, "--quiet"], cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr
 
 

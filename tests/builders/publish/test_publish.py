@@ -27,7 +27,6 @@ from factprobe.builders.publish.upload import PublishConfig, publish
 from tests.conftest import WIKIDATA_MINI
 
 ROOT = Path(__file__).resolve().parents[3]
-SAMPLE_MC = ROOT / "data" / "datasets" / "sample-mc"
 TOKEN = "hf_TESTtoken0123456789abcdef"
 
 
@@ -42,12 +41,8 @@ def built(tmp_path_factory) -> dict[str, Path]:
     return {"facts": facts, "mc": mc}
 
 
-def _datasets(kind: str, built: dict[str, Path]) -> Path:
-    if kind == "sample-mc":
-        if not (SAMPLE_MC / "facts.parquet").is_file():
-            pytest.skip("data/datasets/sample-mc is not built (dvc repro)")
-        return SAMPLE_MC
-    return built[kind]
+def _datasets(kind: str, built: dict[str, Path], samples: Path) -> Path:
+    return samples / kind if kind == "sample-mc" else built[kind]
 
 
 @pytest.fixture
@@ -76,9 +71,10 @@ def _expected_splits(table, name: str = "facts") -> dict[str, list[dict]]:
 
 
 @pytest.mark.parametrize("kind", ["mc", "facts", "sample-mc"])
-def test_dry_run_loads_with_datasets_offline_config_by_config(kind, built, offline, tmp_path):
+def test_dry_run_loads_with_datasets_offline_config_by_config(kind, built, offline, tmp_path,
+                                                             sample_datasets):
     import datasets
-    src = _datasets(kind, built)
+    src = _datasets(kind, built, sample_datasets)
     out = export_hub_folder(src, tmp_path / "hub", CardOptions(repo_id="my-org/x"))
     names = sorted(p.stem for p in src.glob("*.parquet"))
     assert names and (out / "dataset.json").read_bytes() == (src / "dataset.json").read_bytes()
@@ -121,13 +117,13 @@ def test_card_metadata_and_body(built, tmp_path):
     assert '"choices": 3' in body                             # the parameters
 
 
-def test_card_of_the_repo_sample_names_its_dvc_lock_hash(tmp_path):
-    if not (SAMPLE_MC / "facts.parquet").is_file() or not (ROOT / "dvc.lock").is_file():
-        pytest.skip("sample-mc or dvc.lock absent")
+def test_card_of_the_repo_sample_names_its_dvc_lock_hash(tmp_path, sample_repo):
+    # the sample repository holds the checkout's dvc.lock beside its data/datasets/sample-mc
     lock = yaml.safe_load((ROOT / "dvc.lock").read_text())
     md5 = next(o["md5"] for o in lock["stages"]["mc"]["outs"]
                if o["path"] == "data/datasets/sample-mc")
-    out = export_hub_folder(SAMPLE_MC, tmp_path / "hub", CardOptions(repo_id="o/sample-mc"))
+    out = export_hub_folder(sample_repo / "data" / "datasets" / "sample-mc", tmp_path / "hub",
+                            CardOptions(repo_id="o/sample-mc"))
     body = (out / "README.md").read_text()
     assert f"`{md5}` (stage `mc`" in body
     assert "data/kg/sample.ttl" in body and "has 20 choices" in body

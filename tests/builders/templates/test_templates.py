@@ -162,8 +162,8 @@ def test_cli_unknown_relation(tmp_path):
     _nothing_written(tmp_path)
 
 
-def test_cli_relation_not_in_facts(tmp_path):
-    proc = run("build", "templates", "--facts", str(ROOT / "data/datasets/sample-aliases"),
+def test_cli_relation_not_in_facts(tmp_path, sample_datasets):
+    proc = run("build", "templates", "--facts", str(sample_datasets / "sample-aliases"),
                "--relations", "P36", "--paraphrases", "0", "--out", str(tmp_path / "out"),
                "--quiet", cwd=tmp_path)
     assert_user_error(proc, "P36, not a relation of")
@@ -191,11 +191,11 @@ def test_cli_review_naming_unknown_templates(tmp_path):
                       "review.csv:2", "'keep' or 'drop'")
 
 
-def test_cli_manual_only_build_is_deterministic(tmp_path):
+def test_cli_manual_only_build_is_deterministic(tmp_path, sample_datasets):
     outs = []
     for name in ("a", "b"):
         proc = run("build", "templates", "--paraphrases", "0", "--facts",
-                   str(ROOT / "data/datasets/sample-aliases"), "--out", str(tmp_path / name),
+                   str(sample_datasets / "sample-aliases"), "--out", str(tmp_path / name),
                    "--quiet", cwd=ROOT)
         assert proc.returncode == 0, proc.stderr
         outs.append({p.name: p.read_bytes() for p in (tmp_path / name).iterdir()})

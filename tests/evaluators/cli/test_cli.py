@@ -2,19 +2,18 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import WIKIDATA_MINI
+from tests.inprocess import factprobe_cli
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "factprobe.cli.app", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=120)
+    return factprobe_cli(args, cwd=cwd, timeout=120)
 
 
 def assert_user_error(proc: subprocess.CompletedProcess, *needles: str) -> None:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,13 +10,13 @@ import pytest
 from factprobe.core.tables import base_manifest, write_dataset
 from factprobe.probes.methods.templates_in import load_templates
 from tests.evaluators.cli.test_cli import assert_user_error
+from tests.inprocess import factprobe_cli
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "factprobe.cli.app", *args, "--quiet"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    return factprobe_cli([*args, "--quiet"], cwd=ROOT, timeout=300)
 
 
 @pytest.fixture(scope="module")

@@ -34,8 +34,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -45,6 +43,7 @@ from factprobe.core.errors import UserError
 from factprobe.evaluators.metrics import monitor as MO
 from factprobe.evaluators.metrics.suite import MetricsOptions
 from factprobe.evaluators.metrics.suites.monitor import monitor_metrics
+from tests.inprocess import factprobe_cli
 
 LN = math.log
 ROOT = Path(__file__).resolve().parents[3]
@@ -198,11 +197,9 @@ def test_eval_says_when_no_anchor_matched(tiny_causal_dir, tmp_path):
     # an untrained model never answers "Paris" or "Oslo": the run succeeds, the metrics are
     # null with the reason, and the run's summary (stdout) ends with one line saying so
     data = fktc_dataset(tmp_path / "fktc")
-    proc = subprocess.run([sys.executable, "-m", "factprobe.cli.app", "eval", "monitor",
-                           "--dataset", str(data), "--model", str(tiny_causal_dir),
-                           "--out", str(tmp_path / "r"), "--max-new-tokens", "2"],
-                          check=False, cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+    proc = factprobe_cli(["eval", "monitor", "--dataset", str(data), "--model",
+                          str(tiny_causal_dir), "--out", str(tmp_path / "r"),
+                          "--max-new-tokens", "2"], cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == \
         "- no anchor matched in relation cap (2 facts): MONITOR/PFD/IRD are null"

@@ -7,7 +7,6 @@ import math
 import shutil
 import string
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,13 +15,13 @@ import pytest
 
 from factprobe.evaluators.methods import METHODS
 from tests.evaluators import synth
+from tests.inprocess import factprobe_cli
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "factprobe.cli.app", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=300)
+    return factprobe_cli([*args], cwd=cwd, timeout=300)
 
 
 def assert_user_error(proc, *needles):

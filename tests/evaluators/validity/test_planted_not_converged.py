@@ -8,19 +8,18 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 
 import pyarrow as pa
 import pytest
 
 from factprobe.core.tables import base_manifest, write_dataset
 from tests.evaluators.cli.test_eval_cli import ROOT, run
+from tests.inprocess import factprobe_cli
 
 
 def loud(*args: str) -> subprocess.CompletedProcess:
     """The command without --quiet: the warning is on stderr."""
-    return subprocess.run([sys.executable, "-m", "factprobe.cli.app", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    return factprobe_cli([*args], cwd=ROOT, timeout=300)
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ choice. Two tokenizers built here: one whose post-processor puts ``<s>`` in fron
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import torch
@@ -85,8 +84,6 @@ def test_add_bos_on_a_tokenizer_without_bos_is_a_user_error(tmp_path):
         resolve_add_bos(True, bare)
 
 
-SAMPLE_MC = Path(__file__).resolve().parents[3] / "data" / "datasets" / "sample-mc"
-
 
 def test_flags_parse_to_none_true_false():
     import argparse
@@ -101,15 +98,14 @@ def test_flags_parse_to_none_true_false():
 
 
 @pytest.mark.parametrize("method", ["zp-lke", "prompt"])
-def test_run_json_records_the_resolved_choice(models, tmp_path, method):
-    if not (SAMPLE_MC / "facts.parquet").is_file():
-        pytest.skip("data/datasets/sample-mc is not built (dvc repro)")
+def test_run_json_records_the_resolved_choice(models, tmp_path, method, sample_datasets):
+    sample_mc = sample_datasets / "sample-mc"
     from factprobe.cli.app import main
     extra = ["--examples", "2"] if method == "zp-lke" else \
-        ["--templates", str(SAMPLE_MC.parents[1] / "templates")]
+        ["--templates", str(sample_mc.parents[1] / "templates")]
     for flags, want in (([], True), (["--no-add-bos"], False)):
         out = tmp_path / f"run{len(flags)}"
-        assert main(["eval", method, "--dataset", str(SAMPLE_MC), "--model",
+        assert main(["eval", method, "--dataset", str(sample_mc), "--model",
                      str(models["llama-like"]), "--out", str(out), "--relations",
                      "rel:capital", "--limit", "1", "--response-tokens", "0", "--quiet",
                      *extra, *flags]) == 0

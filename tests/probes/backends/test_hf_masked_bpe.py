@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from factprobe.probes.backends import BackendConfig, load_backend
 from factprobe.probes.requests import MASK, MaskRequest
+from tests.inprocess import factprobe_cli
 
 ROOT = Path(__file__).resolve().parents[3]
 TEXT = ["The capital of France is Paris.", "The capital of Peru is Lima.",
@@ -82,10 +81,9 @@ def test_belief_end_to_end_counts_and_reports_skips(roberta_dir, tmp_path):
     write_dataset(folder, {"facts": pa.Table.from_pandas(facts, preserve_index=False),
                            "templates": templates}, base_manifest("mp", "multiprompt", {}, {}, {}))
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "factprobe.cli.app", "eval", "belief",
-                           "--dataset", str(folder), "--model", str(roberta_dir), "--out",
-                           str(out), "--top-k", "3"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
+    proc = factprobe_cli(["eval", "belief",
+                          "--dataset", str(folder), "--model", str(roberta_dir), "--out",
+                          str(out), "--top-k", "3"], cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "- skipped 1 of 3 pairs (multi-token objects): cap 1 of 3" \
         in proc.stdout.splitlines()
