@@ -1,0 +1,213 @@
+"""The facts table of a dump, assembled out of core (issue 30): DuckDB does what
+:func:`factprobe.builders.datasets.facts.assemble_facts` does in pandas -- drop and count rows
+without labels, strip, de-duplicate, gather answers and aliases -- on the join's tables, and
+hands the rows back in order, a batch at a time.
+
+The result is the very table the in-memory assembly builds (tests/builders/sources/
+test_dump_assembly.py compares the bytes), with Python only hashing fact ids a batch at a time:
+no pandas copy of every fact, no Python string per fact and field. What still grows with the
+facts is the finished Arrow table handed to the Parquet writer (one row group up to 1Mi rows
+today, so one write; see docs/benchmarks.md, "Dense dumps").
+
+Equal rules, equal bytes:
+
+- pandas strips with Arrow's ``utf8_trim_whitespace``, which strips what Python's
+  ``str.isspace`` calls space; DuckDB's ``trim(x, chars)`` is given exactly those characters.
+- DuckDB orders VARCHAR by their UTF-8 bytes, which is the order of code points, as Python.
+- Where the pandas code keeps "the first" row (duplicates after stripping, an entity's label
+  for its aliases), ``ord`` is the position of the row in the join's order, as there.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import pyarrow as pa
+
+from factprobe.core.tables import FACTS_SCHEMA
+from factprobe.builders.datasets.facts import fact_ids, relations_table
+from factprobe.builders.sources.graph import literal_label
+from factprobe.builders.sources.iris import XSD, compact
+
+# What Python's str.strip() strips (and so pandas' and Arrow's): 29 characters.
+WHITESPACE = "".join(c for c in map(chr, range(0x110000)) if c.isspace())
+BATCH_ROWS = 1 << 16
+_STR_LIST = pa.list_(pa.string())
+
+
+def _py_strip(col: str) -> str:
+    return f"trim({col}, {' || '.join(f'chr({ord(c)})' for c in WHITESPACE)})"
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _missing(col: str) -> str:
+    return f"({col} IS NULL OR pystrip({col}) = '')"
+
+
+class DumpAssembly:
+    """Assembles the facts of the join's ``st``/``lab``/``nm`` tables on ``con`` (kept open by
+    the caller until the dataset is written)."""
+
+    def __init__(self, con, lang: str, date_format: str, source_tag: str, dropped: dict,
+                 relation_meta: pd.DataFrame):
+        self.con, self.lang, self.date_format = con, lang, date_format
+        self.source_tag, self.dropped, self.relation_meta = source_tag, dict(dropped), relation_meta
+        con.execute(f"CREATE OR REPLACE TEMP MACRO pystrip(x) AS {_py_strip('x')}")
+        con.execute("CREATE OR REPLACE TEMP VIEW stk AS SELECT *, coalesce(object_kind = 'iri', "
+                    "false) AS iri, NOT coalesce(object_kind = 'iri', false) AND coalesce(lang, "
+                    "'') <> '' AND lang <> " + _quote(lang) + " AS foreign_text FROM st")
+        # Rows the in-memory path hands to the assembly: all but text in another language.
+        self.rows, self.foreign = con.execute(
+            "SELECT count(*) FILTER (NOT foreign_text), count(*) FILTER (foreign_text) FROM stk"
+        ).fetchall()[0]
+        if self.foreign:  # counted as the in-memory path counts it, before the labels
+            self.dropped = {"rows_with_foreign_literal": self.foreign, **self.dropped}
+
+    # -- the steps, each a table in DuckDB ----------------------------------------------------
+
+    def _literals(self) -> None:
+        """``litv``: the display form and type of every literal value, by the same Python
+        functions as the in-memory path, once per distinct (value, datatype)."""
+        fmt = self.date_format
+
+        def value(oid: pa.Array, datatype: pa.Array) -> pa.Array:
+            return pa.array([literal_label({"value": o, "datatype": d or XSD + "string"}, fmt)
+                             for o, d in zip(oid.to_pylist(), datatype.to_pylist())], pa.string())
+
+        def kind(datatype: pa.Array) -> pa.Array:
+            xsd = {"xsd": XSD}
+            return pa.array([compact(d or XSD + "string", xsd) for d in datatype.to_pylist()],
+                            pa.string())
+
+        con = self.con
+        con.create_function("lit_value", value, ["VARCHAR", "VARCHAR"], "VARCHAR",
+                            type="arrow", null_handling="special")
+        con.create_function("lit_type", kind, ["VARCHAR"], "VARCHAR", type="arrow",
+                            null_handling="special")
+        try:
+            con.execute("CREATE OR REPLACE TEMP TABLE litv AS SELECT object_id, datatype, "
+                        "lit_value(object_id, datatype) AS value, lit_type(datatype) AS otype "
+                        "FROM (SELECT DISTINCT object_id, datatype FROM stk "
+                        "WHERE NOT iri AND NOT foreign_text)")
+        finally:
+            con.remove_function("lit_value")
+            con.remove_function("lit_type")
+
+    def _rows(self) -> None:
+        """``fr``: the rows as the in-memory path receives them, ``ord`` their order there."""
+        self.con.execute(
+            "CREATE OR REPLACE TEMP TABLE fr AS SELECT row_number() OVER (ORDER BY st.relation_id, "
+            "st.subject_id, st.object_kind, st.object_id, st.datatype NULLS FIRST, "
+            "st.lang NULLS FIRST) AS ord, st.relation_id AS r0, st.subject_id AS s0, "
+            "CASE WHEN st.iri THEN st.object_id ELSE lv.value END AS o0, s.label AS subj, "
+            "CASE WHEN st.iri THEN o.label ELSE lv.value END AS obj, "
+            "CASE WHEN st.iri THEN 'entity' ELSE lv.otype END AS otype FROM stk st "
+            "LEFT JOIN lab s ON s.entity_id = st.subject_id "
+            "LEFT JOIN lab o ON st.iri AND o.entity_id = st.object_id "
+            "LEFT JOIN litv lv ON NOT st.iri AND lv.object_id IS NOT DISTINCT FROM st.object_id "
+            "AND lv.datatype IS NOT DISTINCT FROM st.datatype WHERE NOT st.foreign_text")
+
+    def _drop_unlabelled(self, dropped: dict) -> None:
+        """Count what the in-memory path drops for missing labels; ``kept``: the rest, stripped,
+        one row per triple (the first in ``ord``)."""
+        con = self.con
+        ms, mo = _missing("subj"), _missing("obj")
+        rs, ss, ro, so, labelled = con.execute(
+            f"SELECT count(*) FILTER ({ms}), count(DISTINCT s0) FILTER ({ms}), "
+            f"count(*) FILTER (NOT {ms} AND {mo}), count(DISTINCT o0) FILTER (NOT {ms} AND {mo}), "
+            f"count(*) FILTER (NOT {ms} AND NOT {mo}) FROM fr").fetchall()[0]
+        for side, rows, ids in (("subject", rs, ss), ("object", ro, so)):
+            if rows:
+                dropped[f"rows_without_{side}_label"] = dropped.get(
+                    f"rows_without_{side}_label", 0) + rows
+                dropped[f"{side}s_without_label"] = dropped.get(f"{side}s_without_label", 0) + ids
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE kept AS SELECT r, s, o, subj, obj, otype FROM (SELECT "
+            "pystrip(r0) AS r, pystrip(s0) AS s, pystrip(o0) AS o, pystrip(subj) AS subj, "
+            "pystrip(obj) AS obj, otype, row_number() OVER (PARTITION BY pystrip(r0), "
+            f"pystrip(s0), pystrip(o0) ORDER BY ord) AS k FROM fr WHERE NOT {ms} AND NOT {mo}) "
+            "WHERE k = 1")
+        con.execute("DROP TABLE fr")
+        kept = con.execute("SELECT count(*) FROM kept").fetchall()[0][0]
+        if kept < labelled:
+            dropped["duplicate_rows"] = dropped.get("duplicate_rows", 0) + labelled - kept
+
+    def _lists(self) -> None:
+        """``ans``: the sorted distinct object labels of each (relation, subject); ``al``: each
+        entity's sorted aliases without its own label (the first label it has in the facts, as
+        a subject before as an object)."""
+        con = self.con
+        con.execute("CREATE OR REPLACE TEMP TABLE ans AS SELECT r, s, list(DISTINCT obj ORDER BY "
+                    "obj) AS answers FROM kept GROUP BY r, s")
+        con.execute("CREATE OR REPLACE TEMP TABLE lof AS SELECT e, first(label ORDER BY side, r, "
+                    "s, o) AS label FROM (SELECT s AS e, subj AS label, 0 AS side, r, s, o FROM "
+                    "kept UNION ALL SELECT o, obj, 1, r, s, o FROM kept) GROUP BY e")
+        con.execute("CREATE OR REPLACE TEMP TABLE al AS SELECT a.entity_id AS e, list(a.alias "
+                    "ORDER BY a.alias) AS aliases FROM (SELECT DISTINCT entity_id, value AS alias "
+                    "FROM nm WHERE kind IN ('label', 'pref', 'alt')) a JOIN lof ON lof.e = "
+                    "a.entity_id WHERE a.alias IS NOT NULL AND pystrip(a.alias) <> '' AND "
+                    "a.alias <> lof.label GROUP BY a.entity_id")
+        con.execute("DROP TABLE lof")
+
+    def _facts(self, total: int) -> pa.Table:
+        """The rows in order, a batch at a time; the table is made of one array per column, as
+        the in-memory path's (the Parquet bytes depend on it)."""
+        reader = self.con.sql(
+            "SELECT k.r, k.s, k.o, k.subj, k.obj, coalesce(sa.aliases, []::VARCHAR[]) AS sa, "
+            "coalesce(oa.aliases, []::VARCHAR[]) AS oa, ans.answers FROM kept k "
+            "JOIN ans ON ans.r = k.r AND ans.s = k.s LEFT JOIN al sa ON sa.e = k.s "
+            "LEFT JOIN al oa ON oa.e = k.o ORDER BY k.r, k.s, k.o").to_arrow_reader(BATCH_ROWS)
+        names = ["relation_id", "subject_id", "object_id", "subject", "object",
+                 "subject_aliases", "object_aliases", "answers"]
+        parts: dict[str, list[pa.Array]] = {name: [] for name in ["fact_id", *names]}
+        for batch in reader:
+            cols = [batch.column(i).cast(_STR_LIST if i >= 5 else pa.string())
+                    for i in range(len(names))]
+            parts["fact_id"].append(fact_ids(*cols[:3]))
+            for name, col in zip(names, cols):
+                parts[name].append(col)
+        cols = {}
+        for name in list(parts):  # one column at a time, so only one is held twice
+            chunks = parts.pop(name)
+            cols[name] = (pa.concat_arrays(chunks) if chunks
+                          else pa.array([], FACTS_SCHEMA.field(name).type))
+            del chunks
+        n = len(cols["fact_id"])
+        assert n == total, (n, total)
+        cols["split"] = pa.array([""] * n, pa.string())
+        cols["source"] = pa.array([self.source_tag] * n, pa.string())
+        return pa.table({f.name: cols[f.name] for f in FACTS_SCHEMA}, schema=FACTS_SCHEMA)
+
+    def _relations(self) -> tuple[pa.Table, dict[str, int]]:
+        rows = self.con.execute("SELECT r, otype, count(*) FROM kept GROUP BY r, otype").fetchall()
+        per_relation: dict[str, int] = {}
+        best: dict[str, tuple[int, str]] = {}
+        for r, otype, n in rows:
+            per_relation[r] = per_relation.get(r, 0) + n
+            # pandas' mode: the most frequent value, the smallest among equals; nulls ignored
+            if otype is not None and (r not in best or (-n, otype) < (-best[r][0], best[r][1])):
+                best[r] = (n, otype)
+        frame = pd.DataFrame({"relation_id": list(per_relation),
+                              "object_type": [best[r][1] if r in best else None
+                                              for r in per_relation]})
+        return relations_table(self.relation_meta, frame), dict(sorted(per_relation.items()))
+
+    def assemble(self) -> tuple[pa.Table, pa.Table, dict]:
+        """(facts, relations, counts), as :func:`~factprobe.builders.datasets.facts.
+        assemble_facts` gives them for the same rows."""
+        dropped = dict(self.dropped)
+        self._literals()
+        self._rows()
+        self._drop_unlabelled(dropped)
+        self._lists()
+        con = self.con
+        facts_n = con.execute("SELECT count(*) FROM kept").fetchall()[0][0]
+        pairs = con.execute("SELECT count(*) FROM ans").fetchall()[0][0]
+        with_aliases = con.execute("SELECT count(*) FROM al").fetchall()[0][0]
+        relations, per_relation = self._relations()
+        facts = self._facts(facts_n)
+        counts = {"facts": facts_n, "relations": len(per_relation),
+                  "subject_relation_pairs": pairs, "facts_per_relation": per_relation,
+                  "entities_with_aliases": with_aliases, "dropped": dropped}
+        return facts, relations, counts
