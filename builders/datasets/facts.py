@@ -123,6 +123,18 @@ def fact_ids(relation: pa.Array, subject: pa.Array, obj: pa.Array) -> pa.Array:
     return pa.array([sha1(k).hexdigest()[:16] for k in keys.to_pylist()], type=pa.string())
 
 
+def answer_lists(df: pd.DataFrame) -> tuple[int, pa.ListArray]:
+    """(distinct pairs, each row's answers): every distinct object label of the row's
+    (relation, subject) pair, sorted. ``df`` is sorted by relation then subject."""
+    ans = df[["relation_id", "subject_id", "object"]].sort_values(
+        ["relation_id", "subject_id", "object"], kind="stable")
+    ans = ans[_changes(ans)]
+    pair_keys, pair_lists = _grouped_lists(ans[["relation_id", "subject_id"]], ans["object"])
+    # df is sorted by relation then subject like pair_keys: its k-th distinct pair is theirs
+    answers = pair_lists.take(pa.array(np.cumsum(_changes(df[["relation_id", "subject_id"]])) - 1))
+    return len(pair_keys), answers
+
+
 def triple_count(result: SourceResult) -> int:
     """How many rows a source handed over, before labels are checked."""
     return result.assembly.rows if result.assembly is not None else len(result.triples)
@@ -166,13 +178,7 @@ def assemble_facts(result: SourceResult) -> tuple[pa.Table, pa.Table, dict]:
         dropped["duplicate_rows"] = dropped.get("duplicate_rows", 0) + before - len(df)
     df = df.reset_index(drop=True)
 
-    # answers: every distinct object label of the (relation, subject) pair
-    ans = df[["relation_id", "subject_id", "object"]].sort_values(
-        ["relation_id", "subject_id", "object"], kind="stable")
-    ans = ans[_changes(ans)]
-    pair_keys, pair_lists = _grouped_lists(ans[["relation_id", "subject_id"]], ans["object"])
-    # df is sorted by relation then subject like pair_keys: its k-th distinct pair is theirs
-    answers = pair_lists.take(pa.array(np.cumsum(_changes(df[["relation_id", "subject_id"]])) - 1))
+    pairs, answers = answer_lists(df)
 
     if len(result.aliases):
         labels = pd.concat([pd.Series(df["subject"].to_numpy(), index=df["subject_id"]),
@@ -208,7 +214,7 @@ def assemble_facts(result: SourceResult) -> tuple[pa.Table, pa.Table, dict]:
     counts = {
         "facts": len(df),
         "relations": int(per_relation.shape[0]),
-        "subject_relation_pairs": len(pair_keys),
+        "subject_relation_pairs": pairs,
         "facts_per_relation": {k: int(v) for k, v in per_relation.items()},
         "entities_with_aliases": len(alias_index),
         "dropped": dropped,

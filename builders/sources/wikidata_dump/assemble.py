@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from factprobe.core.tables import FACTS_SCHEMA
-from factprobe.builders.datasets.facts import fact_ids, relations_table
+from factprobe.builders.datasets.facts import answer_lists, fact_ids, relations_table
 from factprobe.builders.sources.graph import literal_label
 from factprobe.builders.sources.iris import XSD, compact
 
@@ -33,8 +34,16 @@ BATCH_ROWS = 1 << 16
 _STR_LIST = pa.list_(pa.string())
 
 
-def _py_strip(col: str) -> str:
-    return f"trim({col}, {' || '.join(f'chr({ord(c)})' for c in WHITESPACE)})"
+def _py_strip_macro() -> str:
+    """``pystrip(x)``: ``x.strip()``. ``trim`` with a set of characters costs 2 us a value in
+    DuckDB 2.0, so it runs only on values that start or end with one of them."""
+    chars = ", ".join(f"'{c}'" for c in WHITESPACE)
+    return (f"CREATE OR REPLACE TEMP MACRO pystrip(x) AS CASE WHEN left(x, 1) IN ({chars}) OR "
+            f"right(x, 1) IN ({chars}) THEN trim(x, '{WHITESPACE}') ELSE x END")
+
+
+def _flat(col: pa.ChunkedArray, typ: pa.DataType) -> pa.Array:
+    return (pa.concat_arrays(col.chunks) if col.num_chunks else pa.array([], col.type)).cast(typ)
 
 
 def _quote(text: str) -> str:
@@ -53,7 +62,7 @@ class DumpAssembly:
                  relation_meta: pd.DataFrame):
         self.con, self.lang, self.date_format = con, lang, date_format
         self.source_tag, self.dropped, self.relation_meta = source_tag, dict(dropped), relation_meta
-        con.execute(f"CREATE OR REPLACE TEMP MACRO pystrip(x) AS {_py_strip('x')}")
+        con.execute(_py_strip_macro())
         con.execute("CREATE OR REPLACE TEMP VIEW stk AS SELECT *, coalesce(object_kind = 'iri', "
                     "false) AS iri, NOT coalesce(object_kind = 'iri', false) AND coalesce(lang, "
                     "'') <> '' AND lang <> " + _quote(lang) + " AS foreign_text FROM st")
@@ -107,6 +116,11 @@ class DumpAssembly:
             "LEFT JOIN lab o ON st.iri AND o.entity_id = st.object_id "
             "LEFT JOIN litv lv ON NOT st.iri AND lv.object_id IS NOT DISTINCT FROM st.object_id "
             "AND lv.datatype IS NOT DISTINCT FROM st.datatype WHERE NOT st.foreign_text")
+        # What DuckDB frees, it reuses for the next steps: the peak is that of one step, not
+        # of all the tables at once.
+        self.con.execute("DROP VIEW stk")
+        for table in ("st", "lab", "litv"):
+            self.con.execute(f"DROP TABLE {table}")
 
     def _drop_unlabelled(self, dropped: dict) -> None:
         """Count what the in-memory path drops for missing labels; ``kept``: the rest, stripped,
@@ -133,13 +147,10 @@ class DumpAssembly:
         if kept < labelled:
             dropped["duplicate_rows"] = dropped.get("duplicate_rows", 0) + labelled - kept
 
-    def _lists(self) -> None:
-        """``ans``: the sorted distinct object labels of each (relation, subject); ``al``: each
-        entity's sorted aliases without its own label (the first label it has in the facts, as
-        a subject before as an object)."""
+    def _aliases(self) -> None:
+        """``al``: each entity's sorted aliases without its own label (the first label it has
+        in the facts, as a subject before as an object)."""
         con = self.con
-        con.execute("CREATE OR REPLACE TEMP TABLE ans AS SELECT r, s, list(DISTINCT obj ORDER BY "
-                    "obj) AS answers FROM kept GROUP BY r, s")
         con.execute("CREATE OR REPLACE TEMP TABLE lof AS SELECT e, first(label ORDER BY side, r, "
                     "s, o) AS label FROM (SELECT s AS e, subj AS label, 0 AS side, r, s, o FROM "
                     "kept UNION ALL SELECT o, obj, 1, r, s, o FROM kept) GROUP BY e")
@@ -149,24 +160,58 @@ class DumpAssembly:
                     "a.entity_id WHERE a.alias IS NOT NULL AND pystrip(a.alias) <> '' AND "
                     "a.alias <> lof.label GROUP BY a.entity_id")
         con.execute("DROP TABLE lof")
+        con.execute("DROP TABLE nm")
 
-    def _facts(self, total: int) -> pa.Table:
-        """The rows in order, a batch at a time; the table is made of one array per column, as
-        the in-memory path's (the Parquet bytes depend on it)."""
-        reader = self.con.sql(
-            "SELECT k.r, k.s, k.o, k.subj, k.obj, coalesce(sa.aliases, []::VARCHAR[]) AS sa, "
-            "coalesce(oa.aliases, []::VARCHAR[]) AS oa, ans.answers FROM kept k "
-            "JOIN ans ON ans.r = k.r AND ans.s = k.s LEFT JOIN al sa ON sa.e = k.s "
-            "LEFT JOIN al oa ON oa.e = k.o ORDER BY k.r, k.s, k.o").to_arrow_reader(BATCH_ROWS)
-        names = ["relation_id", "subject_id", "object_id", "subject", "object",
-                 "subject_aliases", "object_aliases", "answers"]
-        parts: dict[str, list[pa.Array]] = {name: [] for name in ["fact_id", *names]}
+    def _facts(self, total: int) -> tuple[pa.Table, int]:
+        """(the facts in order, the number of (relation, subject) pairs). DuckDB sorts only
+        the five text columns (lists in its sort cost three times the memory); each entity's
+        aliases are looked up in Arrow, and answers are gathered per batch of whole pairs (the
+        rows of a batch's last pair wait for the next batch). The table is made of one array
+        per column, as the in-memory path's: the Parquet bytes depend on it."""
+        al = self.con.sql("SELECT e, aliases FROM al").to_arrow_table()
+        self.con.execute("DROP TABLE al")
+        alias_ids = _flat(al["e"], pa.string())
+        padded = pa.concat_arrays([_flat(al["aliases"], _STR_LIST), pa.array([[]], _STR_LIST)])
+        del al
+
+        def aliases_of(ids: pa.Array) -> pa.Array:
+            pos = pc.fill_null(pc.index_in(ids, value_set=alias_ids), len(padded) - 1)
+            return padded.take(pos)
+
+        reader = self.con.sql("SELECT r, s, o, subj, obj FROM kept ORDER BY r, s, o"
+                              ).to_arrow_reader(BATCH_ROWS)
+        names = ["relation_id", "subject_id", "object_id", "subject", "object"]
+        parts: dict[str, list[pa.Array]] = {name: [] for name in FACTS_SCHEMA.names[:9]}
+        pairs = 0
+
+        def emit(rows: pa.Table) -> None:
+            nonlocal pairs
+            cols = dict(zip(names, (_flat(rows.column(i), pa.string()) for i in range(5))))
+            n, answers = answer_lists(pd.DataFrame({
+                k: pd.Series(cols[k], dtype=pd.ArrowDtype(pa.string())).astype(str)
+                for k in ("relation_id", "subject_id", "object")}))
+            pairs += n
+            cols["fact_id"] = fact_ids(*(cols[k] for k in names[:3]))
+            cols["subject_aliases"] = aliases_of(cols["subject_id"])
+            cols["object_aliases"] = aliases_of(cols["object_id"])
+            cols["answers"] = answers
+            for name in parts:
+                parts[name].append(cols[name])
+
+        held = None
         for batch in reader:
-            cols = [batch.column(i).cast(_STR_LIST if i >= 5 else pa.string())
-                    for i in range(len(names))]
-            parts["fact_id"].append(fact_ids(*cols[:3]))
-            for name, col in zip(names, cols):
-                parts[name].append(col)
+            rows = pa.Table.from_batches([batch])
+            rows = pa.concat_tables([held, rows]) if held is not None else rows
+            if rows.num_rows == 0:
+                continue
+            last = pc.and_(pc.equal(rows.column(0), rows.column(0)[-1]),
+                           pc.equal(rows.column(1), rows.column(1)[-1]))
+            cut = rows.num_rows - pc.sum(last).as_py()
+            held = rows.slice(cut)
+            if cut:
+                emit(rows.slice(0, cut))
+        if held is not None and held.num_rows:
+            emit(held)
         cols = {}
         for name in list(parts):  # one column at a time, so only one is held twice
             chunks = parts.pop(name)
@@ -177,7 +222,7 @@ class DumpAssembly:
         assert n == total, (n, total)
         cols["split"] = pa.array([""] * n, pa.string())
         cols["source"] = pa.array([self.source_tag] * n, pa.string())
-        return pa.table({f.name: cols[f.name] for f in FACTS_SCHEMA}, schema=FACTS_SCHEMA)
+        return pa.table({f.name: cols[f.name] for f in FACTS_SCHEMA}, schema=FACTS_SCHEMA), pairs
 
     def _relations(self) -> tuple[pa.Table, dict[str, int]]:
         rows = self.con.execute("SELECT r, otype, count(*) FROM kept GROUP BY r, otype").fetchall()
@@ -200,13 +245,12 @@ class DumpAssembly:
         self._literals()
         self._rows()
         self._drop_unlabelled(dropped)
-        self._lists()
+        self._aliases()
         con = self.con
         facts_n = con.execute("SELECT count(*) FROM kept").fetchall()[0][0]
-        pairs = con.execute("SELECT count(*) FROM ans").fetchall()[0][0]
         with_aliases = con.execute("SELECT count(*) FROM al").fetchall()[0][0]
         relations, per_relation = self._relations()
-        facts = self._facts(facts_n)
+        facts, pairs = self._facts(facts_n)
         counts = {"facts": facts_n, "relations": len(per_relation),
                   "subject_relation_pairs": pairs, "facts_per_relation": per_relation,
                   "entities_with_aliases": with_aliases, "dropped": dropped}

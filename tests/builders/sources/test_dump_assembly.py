@@ -141,3 +141,12 @@ def test_no_labelled_fact_is_one_line(odd, tmp_path, capsys):
         dump_facts(odd["json"], tmp_path / "out", tmp_path / "work", relations=("P47",),
                    lang="ja")
     assert not (tmp_path / "out").exists()
+
+
+def test_same_bytes_when_pairs_straddle_batches(odd, tmp_path, monkeypatch):
+    """Answers are gathered per batch of whole pairs: with batches of five rows, the hub's
+    300 neighbours and most other pairs are cut by a batch boundary."""
+    from factprobe.builders.sources.wikidata_dump import assemble
+    monkeypatch.setattr(assemble, "BATCH_ROWS", 5)
+    old, new = both(odd["json"], tmp_path)
+    assert new == old
