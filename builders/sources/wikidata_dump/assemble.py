@@ -15,7 +15,7 @@ Equal rules, equal bytes:
   ``str.isspace`` calls space; DuckDB's ``trim(x, chars)`` is given exactly those characters.
 - DuckDB orders VARCHAR by their UTF-8 bytes, which is the order of code points, as Python.
 - Where the pandas code keeps "the first" row (duplicates after stripping, an entity's label
-  for its aliases), ``ord`` is the position of the row in the join's order, as there.
+  for its aliases), "first" is in the order the join handed the rows over, as there.
 """
 from __future__ import annotations
 
@@ -31,6 +31,10 @@ from factprobe.builders.sources.iris import XSD, compact
 # What Python's str.strip() strips (and so pandas' and Arrow's): 29 characters.
 WHITESPACE = "".join(c for c in map(chr, range(0x110000)) if c.isspace())
 BATCH_ROWS = 1 << 16
+# DuckDB's memory while it assembles, unless --memory-limit says otherwise: its sorts, windows
+# and tables spill to the work folder beyond it, so that the assembly's memory does not grow
+# with the facts (at 100k dense entities, 354 MB at the peak against 451 MB unbounded).
+ASSEMBLY_MEMORY = "256MB"
 _STR_LIST = pa.list_(pa.string())
 
 
@@ -59,8 +63,9 @@ class DumpAssembly:
     the caller until the dataset is written)."""
 
     def __init__(self, con, lang: str, date_format: str, source_tag: str, dropped: dict,
-                 relation_meta: pd.DataFrame):
+                 relation_meta: pd.DataFrame, memory_limit: str | None = None):
         self.con, self.lang, self.date_format = con, lang, date_format
+        self.memory_limit = memory_limit or ASSEMBLY_MEMORY
         self.source_tag, self.dropped, self.relation_meta = source_tag, dict(dropped), relation_meta
         con.execute(_py_strip_macro())
         con.execute("CREATE OR REPLACE TEMP VIEW stk AS SELECT *, coalesce(object_kind = 'iri', "
@@ -104,11 +109,11 @@ class DumpAssembly:
             con.remove_function("lit_type")
 
     def _rows(self) -> None:
-        """``fr``: the rows as the in-memory path receives them, ``ord`` their order there."""
+        """``fr``: the rows as the in-memory path receives them (a view: DuckDB reads it twice
+        rather than holding it); ``st``'s key columns give their order there."""
         self.con.execute(
-            "CREATE OR REPLACE TEMP TABLE fr AS SELECT row_number() OVER (ORDER BY st.relation_id, "
-            "st.subject_id, st.object_kind, st.object_id, st.datatype NULLS FIRST, "
-            "st.lang NULLS FIRST) AS ord, st.relation_id AS r0, st.subject_id AS s0, "
+            "CREATE OR REPLACE TEMP VIEW fr AS SELECT st.relation_id AS r0, st.subject_id AS s0, "
+            "st.object_kind AS k0, st.object_id AS id0, st.datatype AS d0, st.lang AS l0, "
             "CASE WHEN st.iri THEN st.object_id ELSE lv.value END AS o0, s.label AS subj, "
             "CASE WHEN st.iri THEN o.label ELSE lv.value END AS obj, "
             "CASE WHEN st.iri THEN 'entity' ELSE lv.otype END AS otype FROM stk st "
@@ -116,15 +121,10 @@ class DumpAssembly:
             "LEFT JOIN lab o ON st.iri AND o.entity_id = st.object_id "
             "LEFT JOIN litv lv ON NOT st.iri AND lv.object_id IS NOT DISTINCT FROM st.object_id "
             "AND lv.datatype IS NOT DISTINCT FROM st.datatype WHERE NOT st.foreign_text")
-        # What DuckDB frees, it reuses for the next steps: the peak is that of one step, not
-        # of all the tables at once.
-        self.con.execute("DROP VIEW stk")
-        for table in ("st", "lab", "litv"):
-            self.con.execute(f"DROP TABLE {table}")
 
     def _drop_unlabelled(self, dropped: dict) -> None:
         """Count what the in-memory path drops for missing labels; ``kept``: the rest, stripped,
-        one row per triple (the first in ``ord``)."""
+        one row per triple (the first in the join's order, as there)."""
         con = self.con
         ms, mo = _missing("subj"), _missing("obj")
         rs, ss, ro, so, labelled = con.execute(
@@ -140,9 +140,14 @@ class DumpAssembly:
             "CREATE OR REPLACE TEMP TABLE kept AS SELECT r, s, o, subj, obj, otype FROM (SELECT "
             "pystrip(r0) AS r, pystrip(s0) AS s, pystrip(o0) AS o, pystrip(subj) AS subj, "
             "pystrip(obj) AS obj, otype, row_number() OVER (PARTITION BY pystrip(r0), "
-            f"pystrip(s0), pystrip(o0) ORDER BY ord) AS k FROM fr WHERE NOT {ms} AND NOT {mo}) "
-            "WHERE k = 1")
-        con.execute("DROP TABLE fr")
+            "pystrip(s0), pystrip(o0) ORDER BY r0, s0, k0, id0, d0 NULLS FIRST, l0 NULLS FIRST) "
+            f"AS k FROM fr WHERE NOT {ms} AND NOT {mo}) WHERE k = 1")
+        # What DuckDB frees, it reuses for the next steps: the peak is that of one step, not
+        # of all the tables at once.
+        con.execute("DROP VIEW fr")
+        con.execute("DROP VIEW stk")
+        for table in ("st", "lab", "litv"):
+            con.execute(f"DROP TABLE {table}")
         kept = con.execute("SELECT count(*) FROM kept").fetchall()[0][0]
         if kept < labelled:
             dropped["duplicate_rows"] = dropped.get("duplicate_rows", 0) + labelled - kept
@@ -242,6 +247,7 @@ class DumpAssembly:
         """(facts, relations, counts), as :func:`~factprobe.builders.datasets.facts.
         assemble_facts` gives them for the same rows."""
         dropped = dict(self.dropped)
+        self.con.execute(f"SET memory_limit = {_quote(self.memory_limit)}")
         self._literals()
         self._rows()
         self._drop_unlabelled(dropped)

@@ -1,6 +1,6 @@
 """``build facts --source wikidata-dump``: the truthy statements of the relations asked for, with
 labels and aliases from the dump itself, assembled by the same rules as every other source but
-out of core, in DuckDB (:mod:`.assemble`), so that memory does not grow with the facts.
+in DuckDB (:mod:`.assemble`), which spills to disk, instead of in pandas.
 
 What the SPARQL source does to a binding is done here to a dump term: entity objects take their
 label (rows without one are dropped and counted by the assembly), literals keep their value in
@@ -66,7 +66,7 @@ def facts_from_dump(path: str, relations, *, lang: str = "en", limit: int | None
             # The facts are assembled in DuckDB when the caller asks (assemble_facts), on this
             # connection, which stays open until the dataset is written.
             assembly = DumpAssembly(con, lang, date_format, TAG, dropped,
-                                    _relation_meta(rels, meta))
+                                    _relation_meta(rels, meta), options.memory_limit)
             yield SourceResult(triples=pd.DataFrame(columns=RAW_COLUMNS),
                                relations=assembly.relation_meta, provenance=provenance,
                                dropped=assembly.dropped, source_tag=TAG, assembly=assembly)
