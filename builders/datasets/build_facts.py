@@ -37,7 +37,10 @@ def write_facts(cfg: FactsConfig, result: SourceResult) -> Path:
         raise UserError(f"the {cfg.source} source {cfg.path or cfg.endpoint or ''} holds no facts "
                         f"for the relations asked ({', '.join(cfg.relations or ['all'])}); "
                         f"check the input and --relations")
-    facts, relations, counts = assemble_facts(result)
+    if result.assembly is not None:  # out of core: facts written as they are assembled
+        facts, relations, counts = result.assembly.assemble_streamed()
+    else:
+        facts, relations, counts = assemble_facts(result)
     if facts.num_rows == 0:
         raise UserError("no facts left after dropping entities without a label in "
                         f"{cfg.lang!r}; check --lang and the relations ({counts['dropped']})")

@@ -19,11 +19,14 @@ Equal rules, equal bytes:
 """
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Iterator
+
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from factprobe.core.tables import FACTS_SCHEMA
+from factprobe.core.tables import FACTS_SCHEMA, ROW_GROUP_ROWS, write_parquet_groups
 from factprobe.builders.datasets.facts import answer_lists, fact_ids, relations_table
 from factprobe.builders.sources.graph import literal_label
 from factprobe.builders.sources.iris import XSD, compact
@@ -66,7 +69,8 @@ class DumpAssembly:
                  relation_meta: pd.DataFrame, memory_limit: str | None = None):
         self.con, self.lang, self.date_format = con, lang, date_format
         self.memory_limit = memory_limit or ASSEMBLY_MEMORY
-        self.source_tag, self.dropped, self.relation_meta = source_tag, dict(dropped), relation_meta
+        self.source_tag, self.dropped = source_tag, dict(dropped)
+        self.relation_meta = relation_meta
         con.execute(_py_strip_macro())
         con.execute("CREATE OR REPLACE TEMP VIEW stk AS SELECT *, coalesce(object_kind = 'iri', "
                     "false) AS iri, NOT coalesce(object_kind = 'iri', false) AND coalesce(lang, "
@@ -167,14 +171,13 @@ class DumpAssembly:
         con.execute("DROP TABLE lof")
         con.execute("DROP TABLE nm")
 
-    def _facts(self, total: int) -> tuple[pa.Table, int]:
-        """(the facts in order, the number of (relation, subject) pairs). DuckDB sorts only
-        the five text columns (lists in its sort cost three times the memory); each entity's
-        aliases are looked up in Arrow, and answers are gathered per batch of whole pairs (the
-        rows of a batch's last pair wait for the next batch). The table is made of one array
-        per column, as the in-memory path's: the Parquet bytes depend on it."""
+    def _row_groups(self, total: int, pairs_total: int) -> Iterator[pa.Table]:
+        """The facts in order, :data:`ROW_GROUP_ROWS` rows at a time (the Parquet writer's row
+        groups; each column one array, as the in-memory path's). DuckDB sorts only the five
+        text columns (lists in its sort cost three times their memory); each entity's aliases
+        are looked up in Arrow, and answers are gathered per batch of whole pairs (the rows of
+        a batch's last pair wait for the next batch)."""
         al = self.con.sql("SELECT e, aliases FROM al").to_arrow_table()
-        self.con.execute("DROP TABLE al")
         alias_ids = _flat(al["e"], pa.string())
         padded = pa.concat_arrays([_flat(al["aliases"], _STR_LIST), pa.array([[]], _STR_LIST)])
         del al
@@ -187,7 +190,7 @@ class DumpAssembly:
                               ).to_arrow_reader(BATCH_ROWS)
         names = ["relation_id", "subject_id", "object_id", "subject", "object"]
         parts: dict[str, list[pa.Array]] = {name: [] for name in FACTS_SCHEMA.names[:9]}
-        pairs = 0
+        pairs = rows_out = 0
 
         def emit(rows: pa.Table) -> None:
             nonlocal pairs
@@ -203,6 +206,24 @@ class DumpAssembly:
             for name in parts:
                 parts[name].append(cols[name])
 
+        def group(last: bool) -> Iterator[pa.Table]:
+            """Whole row groups of what ``parts`` holds (and the rest when ``last``)."""
+            nonlocal rows_out
+            while parts["fact_id"] and (
+                    last or sum(map(len, parts["fact_id"])) >= ROW_GROUP_ROWS):
+                cols = {}
+                for name in parts:  # one column at a time, so only one is held twice
+                    whole = pa.concat_arrays(parts[name])
+                    cols[name] = whole.slice(0, ROW_GROUP_ROWS)
+                    rest = whole.slice(ROW_GROUP_ROWS)
+                    parts[name] = [rest] if len(rest) else []
+                    del whole
+                n = len(cols["fact_id"])
+                rows_out += n
+                cols["split"] = pa.array([""] * n, pa.string())
+                cols["source"] = pa.array([self.source_tag] * n, pa.string())
+                yield pa.table({f.name: cols[f.name] for f in FACTS_SCHEMA}, schema=FACTS_SCHEMA)
+
         held = None
         for batch in reader:
             rows = pa.Table.from_batches([batch])
@@ -215,19 +236,14 @@ class DumpAssembly:
             held = rows.slice(cut)
             if cut:
                 emit(rows.slice(0, cut))
+                yield from group(last=False)
         if held is not None and held.num_rows:
             emit(held)
-        cols = {}
-        for name in list(parts):  # one column at a time, so only one is held twice
-            chunks = parts.pop(name)
-            cols[name] = (pa.concat_arrays(chunks) if chunks
-                          else pa.array([], FACTS_SCHEMA.field(name).type))
-            del chunks
-        n = len(cols["fact_id"])
-        assert n == total, (n, total)
-        cols["split"] = pa.array([""] * n, pa.string())
-        cols["source"] = pa.array([self.source_tag] * n, pa.string())
-        return pa.table({f.name: cols[f.name] for f in FACTS_SCHEMA}, schema=FACTS_SCHEMA), pairs
+        yield from group(last=True)
+        # counted twice, by DuckDB for the manifest and here as written
+        if (rows_out, pairs) != (total, pairs_total):
+            raise RuntimeError(f"facts assembled {rows_out} rows in {pairs} pairs, counted "
+                               f"{total} in {pairs_total}")
 
     def _relations(self) -> tuple[pa.Table, dict[str, int]]:
         rows = self.con.execute("SELECT r, otype, count(*) FROM kept GROUP BY r, otype").fetchall()
@@ -243,21 +259,46 @@ class DumpAssembly:
                                               for r in per_relation]})
         return relations_table(self.relation_meta, frame), dict(sorted(per_relation.items()))
 
-    def assemble(self) -> tuple[pa.Table, pa.Table, dict]:
-        """(facts, relations, counts), as :func:`~factprobe.builders.datasets.facts.
-        assemble_facts` gives them for the same rows."""
+    def _prepare(self) -> tuple[pa.Table, dict]:
+        """Every step up to the ordered rows: (relations, counts)."""
         dropped = dict(self.dropped)
-        self.con.execute(f"SET memory_limit = {_quote(self.memory_limit)}")
+        con = self.con
+        con.execute(f"SET memory_limit = {_quote(self.memory_limit)}")
         self._literals()
         self._rows()
         self._drop_unlabelled(dropped)
         self._aliases()
-        con = self.con
-        facts_n = con.execute("SELECT count(*) FROM kept").fetchall()[0][0]
+        facts_n, pairs = con.execute("SELECT count(*), count(DISTINCT (r, s)) FROM kept"
+                                     ).fetchall()[0]
         with_aliases = con.execute("SELECT count(*) FROM al").fetchall()[0][0]
         relations, per_relation = self._relations()
-        facts, pairs = self._facts(facts_n)
-        counts = {"facts": facts_n, "relations": len(per_relation),
-                  "subject_relation_pairs": pairs, "facts_per_relation": per_relation,
-                  "entities_with_aliases": with_aliases, "dropped": dropped}
+        return relations, {"facts": facts_n, "relations": len(per_relation),
+                           "subject_relation_pairs": pairs, "facts_per_relation": per_relation,
+                           "entities_with_aliases": with_aliases, "dropped": dropped}
+
+    def assemble(self) -> tuple[pa.Table, pa.Table, dict]:
+        """(facts, relations, counts), as :func:`~factprobe.builders.datasets.facts.
+        assemble_facts` gives them for the same rows: the whole table, for readers that want
+        it (``factprobe init``'s sizing, the tests)."""
+        relations, counts = self._prepare()
+        groups = list(self._row_groups(counts["facts"], counts["subject_relation_pairs"]))
+        facts = pa.concat_tables(groups) if groups else FACTS_SCHEMA.empty_table()
         return facts, relations, counts
+
+    def assemble_streamed(self) -> tuple["StreamedFacts", pa.Table, dict]:
+        """As :meth:`assemble`, but the facts are only assembled as they are written, a row
+        group at a time, to the path :func:`~factprobe.core.tables.write_dataset` gives."""
+        relations, counts = self._prepare()
+        return StreamedFacts(self, counts), relations, counts
+
+
+class StreamedFacts:
+    """``facts.parquet`` to be written: ``num_rows``, and called with a path, writes it."""
+
+    def __init__(self, assembly: DumpAssembly, counts: dict):
+        self.assembly, self.num_rows = assembly, counts["facts"]
+        self.pairs = counts["subject_relation_pairs"]
+
+    def __call__(self, path: Path) -> None:
+        write_parquet_groups(self.assembly._row_groups(self.num_rows, self.pairs),
+                             FACTS_SCHEMA, path)

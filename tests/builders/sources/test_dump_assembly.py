@@ -71,21 +71,34 @@ def _odd_world() -> list[Entity]:
     return props + ents + [hub] + many + people
 
 
-def both(path, tmp_path, relations=ODD, **kw):
-    """(in-memory, out-of-core): the Parquet bytes of facts and relations, and the counts."""
-    out = []
-    with facts_from_dump(str(path), relations, progress=False,
-                         options=DumpOptions(work_root=str(tmp_path / "work"), workers=0),
-                         **kw) as result:
-        for res in (in_memory(result), result):
-            facts, rels, counts = assemble_facts(res)
-            got = []
-            for t in (facts, rels):
-                buf = tmp_path / "t.parquet"
-                write_parquet(t, buf)
-                got.append(buf.read_bytes())
-            out.append((*got, json.loads(json.dumps(counts)), facts.num_rows))
-    return out
+def _bytes(table, path) -> bytes:
+    write_parquet(table, path)
+    return path.read_bytes()
+
+
+def both(path, tmp_path, relations=ODD, whole=False, **kw):
+    """(in-memory, out-of-core): the Parquet bytes of facts and relations, the counts and the
+    number of facts. Out of core, facts.parquet is streamed as ``build facts`` writes it, or
+    with ``whole`` assembled into one table first (as ``factprobe init`` reads it)."""
+    def opened():
+        return facts_from_dump(str(path), relations, progress=False, options=DumpOptions(
+            work_root=str(tmp_path / "work"), workers=0), **kw)
+
+    with opened() as result:
+        facts, rels, counts = assemble_facts(in_memory(result))
+        old = (_bytes(facts, tmp_path / "f.parquet"), _bytes(rels, tmp_path / "r.parquet"),
+               json.loads(json.dumps(counts)), facts.num_rows)
+    with opened() as result:
+        if whole:
+            facts, rels, counts = assemble_facts(result)
+            data = _bytes(facts, tmp_path / "f.parquet")
+        else:
+            facts, rels, counts = result.assembly.assemble_streamed()
+            facts(tmp_path / "s.parquet")
+            data = (tmp_path / "s.parquet").read_bytes()
+        new = (data, _bytes(rels, tmp_path / "r.parquet"), json.loads(json.dumps(counts)),
+               facts.num_rows)
+    return old, new
 
 
 @pytest.fixture(scope="module")
@@ -143,10 +156,23 @@ def test_no_labelled_fact_is_one_line(odd, tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
-def test_same_bytes_when_pairs_straddle_batches(odd, tmp_path, monkeypatch):
-    """Answers are gathered per batch of whole pairs: with batches of five rows, the hub's
-    300 neighbours and most other pairs are cut by a batch boundary."""
+@pytest.mark.parametrize("whole", [False, True])
+def test_same_bytes_when_pairs_straddle_batches_and_row_groups(odd, tmp_path, monkeypatch,
+                                                                whole):
+    """Answers are gathered per batch of whole pairs, and facts.parquet is written a row group
+    at a time: with batches of five rows and row groups of 64 (for both writers), the hub's
+    300 neighbours and most other pairs are cut by a batch boundary, and the file has many
+    row groups."""
     from factprobe.builders.sources.wikidata_dump import assemble
+    from factprobe.core import tables
     monkeypatch.setattr(assemble, "BATCH_ROWS", 5)
-    old, new = both(odd["json"], tmp_path)
+    monkeypatch.setattr(assemble, "ROW_GROUP_ROWS", 64)
+    monkeypatch.setattr(tables, "ROW_GROUP_ROWS", 64)
+    old, new = both(odd["json"], tmp_path, whole=whole)
+    assert pq.ParquetFile(io.BytesIO(old[0])).metadata.num_row_groups == -(-old[3] // 64) > 5
+    assert new == old
+
+
+def test_whole_table_same_bytes(odd, tmp_path):
+    old, new = both(odd["nt"], tmp_path, whole=True)
     assert new == old
