@@ -1,18 +1,21 @@
 """The facts table of a dump, assembled out of core (issue 30): DuckDB does what
 :func:`factprobe.builders.datasets.facts.assemble_facts` does in pandas -- drop and count rows
-without labels, strip, de-duplicate, gather answers and aliases -- on the join's tables, and
-hands the rows back in order, a batch at a time.
+without labels, strip, de-duplicate, pick each entity's aliases -- on the join's tables, with
+its memory held to :data:`ASSEMBLY_MEMORY` (it spills to the work folder beyond), and hands the
+rows back in order, a batch at a time. Python hashes the fact ids, gathers the answers of
+whole (relation, subject) pairs and looks the aliases up, a batch at a time, and
+``facts.parquet`` is written a row group (1Mi rows) at a time.
 
-The result is the very table the in-memory assembly builds (tests/builders/sources/
-test_dump_assembly.py compares the bytes), with Python only hashing fact ids a batch at a time:
-no pandas copy of every fact, no Python string per fact and field. What still grows with the
-facts is the finished Arrow table handed to the Parquet writer (one row group up to 1Mi rows
-today, so one write; see docs/benchmarks.md, "Dense dumps").
+The result is the very file the in-memory assembly writes (tests/builders/sources/
+test_dump_assembly.py compares the bytes). What still grows with the facts, up to one row
+group, is the Arrow table of that row group: pyarrow's writer takes a row group in one call,
+and a smaller row group would change the bytes (docs/benchmarks.md, "Dense dumps"); and the
+alias lists, one per entity of the facts that has aliases.
 
 Equal rules, equal bytes:
 
-- pandas strips with Arrow's ``utf8_trim_whitespace``, which strips what Python's
-  ``str.isspace`` calls space; DuckDB's ``trim(x, chars)`` is given exactly those characters.
+- pandas strips what Python's ``str.isspace`` calls space (Arrow's ``utf8_trim_whitespace``
+  under pandas 3 strips the same 29 characters); DuckDB's ``trim(x, chars)`` is given them.
 - DuckDB orders VARCHAR by their UTF-8 bytes, which is the order of code points, as Python.
 - Where the pandas code keeps "the first" row (duplicates after stripping, an entity's label
   for its aliases), "first" is in the order the join handed the rows over, as there.

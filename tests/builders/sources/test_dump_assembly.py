@@ -176,3 +176,27 @@ def test_same_bytes_when_pairs_straddle_batches_and_row_groups(odd, tmp_path, mo
 def test_whole_table_same_bytes(odd, tmp_path):
     old, new = both(odd["nt"], tmp_path, whole=True)
     assert new == old
+
+
+def test_pystrip_is_python_strip():
+    """DuckDB's strip in the assembly against str.strip: every space character at either end,
+    inside, alone, next to combining marks and emoji modifiers."""
+    import random
+
+    import duckdb
+    import pandas as pd
+
+    from factprobe.builders.sources.wikidata_dump.assemble import WHITESPACE, _py_strip_macro
+    rng = random.Random(5)
+    alpha = list(WHITESPACE) + list("ab é€😀x") + ["\u0301", "\u200d", "\U0001F3FD", "\ufe0f"]
+    samples = ["".join(rng.choice(alpha) for _ in range(rng.randint(0, 6))) for _ in range(20000)]
+    samples += [c + "x" + c for c in WHITESPACE] + ["\u200b x \u200b", "\ufeffx"]
+    con = duckdb.connect()
+    try:
+        con.execute(_py_strip_macro())
+        frame = pd.DataFrame({"s": samples, "i": range(len(samples))})  # noqa: F841 (scanned)
+        got = [r[0] for r in con.execute("SELECT pystrip(s) FROM frame ORDER BY i").fetchall()]
+    finally:
+        con.close()
+    assert got == [s.strip() for s in samples]
+    assert got == pd.Series(samples).astype(str).str.strip().tolist()
