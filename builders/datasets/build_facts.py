@@ -10,7 +10,7 @@ from pathlib import Path
 
 from factprobe.core.errors import UserError
 from factprobe.core.tables import base_manifest, write_dataset
-from factprobe.builders.datasets.facts import SourceResult, assemble_facts
+from factprobe.builders.datasets.facts import SourceResult, assemble_facts, triple_count
 from factprobe.builders.sources.config import FactsConfig  # noqa: F401 (the builder's config)
 from factprobe.builders.sources.table import SOURCES, Source, source_for
 
@@ -33,11 +33,14 @@ def build_facts(cfg: FactsConfig, sources: dict[str, Source] = SOURCES) -> Path:
 
 
 def write_facts(cfg: FactsConfig, result: SourceResult) -> Path:
-    if len(result.triples) == 0:
+    if triple_count(result) == 0:
         raise UserError(f"the {cfg.source} source {cfg.path or cfg.endpoint or ''} holds no facts "
                         f"for the relations asked ({', '.join(cfg.relations or ['all'])}); "
                         f"check the input and --relations")
-    facts, relations, counts = assemble_facts(result)
+    if result.assembly is not None:  # out of core: facts written as they are assembled
+        facts, relations, counts = result.assembly.assemble_streamed()
+    else:
+        facts, relations, counts = assemble_facts(result)
     if facts.num_rows == 0:
         raise UserError("no facts left after dropping entities without a label in "
                         f"{cfg.lang!r}; check --lang and the relations ({counts['dropped']})")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -35,6 +36,10 @@ class SourceResult:
     provenance: dict = field(default_factory=dict)
     dropped: dict = field(default_factory=dict)
     source_tag: str = ""
+    # An out-of-core assembly (the wikidata-dump source: builders/sources/wikidata_dump/
+    # assemble.py): ``rows`` and ``assemble()``; assemble_facts hands over to it, and
+    # ``triples``/``aliases`` stay empty.
+    assembly: Any = None
 
 
 def _list_array(offsets: np.ndarray, values: pa.Array) -> pa.ListArray:
@@ -93,25 +98,46 @@ def _take_lists(index: pd.Index, lists: pa.ListArray, ids: pd.Series) -> pa.Arra
 
 
 def _fact_ids(df: pd.DataFrame, chunk: int = 1_000_000) -> pa.Array:
-    """:func:`factprobe.core.tables.fact_id` of every row, a million rows at a time: the key
-    (relation, subject, object joined by \\x1f, UTF-8) is built by Arrow, only the hash runs
-    per row.
+    """:func:`factprobe.core.tables.fact_id` of every row, a million rows at a time.
 
     >>> from factprobe.core.tables import fact_id
     >>> row = pd.DataFrame({"relation_id": ["P36"], "subject_id": ["Q142"], "object_id": ["Q90"]})
     >>> _fact_ids(row).to_pylist() == [fact_id("P36", "Q142", "Q90")]
     True
     """
-    sha1 = hashlib.sha1
     parts = [pa.array([], type=pa.string())]
     for start in range(0, len(df), chunk):
         part = df.iloc[start:start + chunk]
-        cols = [pa.array(part[c]).cast(pa.large_string()) for c in ID_COLUMNS]
-        sep = pa.scalar("\x1f", type=pa.large_string())
-        keys = pc.binary_join_element_wise(*cols, sep).cast(pa.large_binary())
-        parts.append(pa.array([sha1(k).hexdigest()[:16] for k in keys.to_pylist()],
-                              type=pa.string()))
+        parts.append(fact_ids(*(pa.array(part[c]) for c in ID_COLUMNS)))
     return pa.concat_arrays(parts)
+
+
+def fact_ids(relation: pa.Array, subject: pa.Array, obj: pa.Array) -> pa.Array:
+    """:func:`factprobe.core.tables.fact_id` of each row of three string arrays: the key
+    (relation, subject, object joined by \\x1f, UTF-8) is built by Arrow, only the hash runs
+    per row."""
+    sha1 = hashlib.sha1
+    cols = [c.cast(pa.large_string()) for c in (relation, subject, obj)]
+    sep = pa.scalar("\x1f", type=pa.large_string())
+    keys = pc.binary_join_element_wise(*cols, sep).cast(pa.large_binary())
+    return pa.array([sha1(k).hexdigest()[:16] for k in keys.to_pylist()], type=pa.string())
+
+
+def answer_lists(df: pd.DataFrame) -> tuple[int, pa.ListArray]:
+    """(distinct pairs, each row's answers): every distinct object label of the row's
+    (relation, subject) pair, sorted. ``df`` is sorted by relation then subject."""
+    ans = df[["relation_id", "subject_id", "object"]].sort_values(
+        ["relation_id", "subject_id", "object"], kind="stable")
+    ans = ans[_changes(ans)]
+    pair_keys, pair_lists = _grouped_lists(ans[["relation_id", "subject_id"]], ans["object"])
+    # df is sorted by relation then subject like pair_keys: its k-th distinct pair is theirs
+    answers = pair_lists.take(pa.array(np.cumsum(_changes(df[["relation_id", "subject_id"]])) - 1))
+    return len(pair_keys), answers
+
+
+def triple_count(result: SourceResult) -> int:
+    """How many rows a source handed over, before labels are checked."""
+    return result.assembly.rows if result.assembly is not None else len(result.triples)
 
 
 def assemble_facts(result: SourceResult) -> tuple[pa.Table, pa.Table, dict]:
@@ -120,6 +146,8 @@ def assemble_facts(result: SourceResult) -> tuple[pa.Table, pa.Table, dict]:
     Rows whose subject or object has no label in the requested language are dropped; the
     counts say how many rows and distinct entities were dropped for that.
     """
+    if result.assembly is not None:
+        return result.assembly.assemble()
     df = result.triples.copy()
     for col in RAW_COLUMNS:
         if col not in df.columns:
@@ -150,13 +178,7 @@ def assemble_facts(result: SourceResult) -> tuple[pa.Table, pa.Table, dict]:
         dropped["duplicate_rows"] = dropped.get("duplicate_rows", 0) + before - len(df)
     df = df.reset_index(drop=True)
 
-    # answers: every distinct object label of the (relation, subject) pair
-    ans = df[["relation_id", "subject_id", "object"]].sort_values(
-        ["relation_id", "subject_id", "object"], kind="stable")
-    ans = ans[_changes(ans)]
-    pair_keys, pair_lists = _grouped_lists(ans[["relation_id", "subject_id"]], ans["object"])
-    # df is sorted by relation then subject like pair_keys: its k-th distinct pair is theirs
-    answers = pair_lists.take(pa.array(np.cumsum(_changes(df[["relation_id", "subject_id"]])) - 1))
+    pairs, answers = answer_lists(df)
 
     if len(result.aliases):
         labels = pd.concat([pd.Series(df["subject"].to_numpy(), index=df["subject_id"]),
@@ -192,7 +214,7 @@ def assemble_facts(result: SourceResult) -> tuple[pa.Table, pa.Table, dict]:
     counts = {
         "facts": len(df),
         "relations": int(per_relation.shape[0]),
-        "subject_relation_pairs": len(pair_keys),
+        "subject_relation_pairs": pairs,
         "facts_per_relation": {k: int(v) for k, v in per_relation.items()},
         "entities_with_aliases": len(alias_index),
         "dropped": dropped,

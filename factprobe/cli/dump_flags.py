@@ -25,7 +25,8 @@ def add_dump_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--decompressor", choices=DECOMPRESSORS, default="auto",
                    help="auto: indexed_bzip2 / rapidgzip; or the lbzip2 / pigz program")
     g.add_argument("--memory-limit", help="DuckDB's memory for the join, e.g. 4GB (default: "
-                   "half the memory, at most 8GB; it spills to disk beyond)")
+                   "half the memory, at most 8GB, and 256MB while build facts assembles the "
+                   "facts; it spills to disk beyond)")
 
 
 def dump_options(args, cache_dir: str | None) -> DumpOptions:

@@ -11,7 +11,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -73,24 +73,44 @@ def fact_id(relation_id: str, subject_id: str, object_id: str) -> str:
     return hashlib.sha1(key).hexdigest()[:16]
 
 
+# Statistics and dictionary pages are deterministic; pin the writer options anyway so a
+# pyarrow default change cannot silently change the bytes of a rebuilt dataset. The row group
+# size is pyarrow's default (1Mi rows), pinned too: a writer that streams row groups of exactly
+# that many rows (write_parquet_groups) writes the bytes write_parquet writes for the whole table.
+_PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 3, "use_dictionary": True,
+                    "write_statistics": True, "version": "2.6"}
+ROW_GROUP_ROWS = 1 << 20
+
+
 def write_parquet(table: pa.Table, path: Path) -> None:
-    # Statistics and dictionary pages are deterministic; pin the writer options anyway so a
-    # pyarrow default change cannot silently change the bytes of a rebuilt dataset.
-    pq.write_table(table, path, compression="zstd", compression_level=3, use_dictionary=True,
-                   write_statistics=True, version="2.6")
+    pq.write_table(table, path, row_group_size=ROW_GROUP_ROWS, **_PARQUET_OPTIONS)
+
+
+def write_parquet_groups(groups: Iterable[pa.Table], schema: pa.Schema, path: Path) -> None:
+    """Write ``path`` a row group at a time, byte for byte what :func:`write_parquet` writes
+    for the tables concatenated: each table but the last holds exactly
+    :data:`ROW_GROUP_ROWS` rows, one array per column (a whole table never has to be held)."""
+    with pq.ParquetWriter(path, schema, **_PARQUET_OPTIONS) as writer:
+        for table in groups:
+            writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
 
 
 def dumps_json(obj: Any) -> str:
     return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def write_dataset(out: str | os.PathLike, tables: Mapping[str, pa.Table],
+def write_dataset(out: str | os.PathLike,
+                  tables: Mapping[str, pa.Table | Callable[[Path], None]],
                   manifest: Mapping[str, Any]) -> Path:
     """Write tables and ``dataset.json`` into ``out`` atomically; ``out`` must be free or a
-    dataset of the same kind (see :mod:`factprobe.core.outdir`)."""
+    dataset of the same kind (see :mod:`factprobe.core.outdir`). A table may be given as a
+    function that writes it to the path it is given (a table streamed out of core)."""
     with atomic_folder(out, "dataset", manifest.get("kind")) as tmp:
         for name, table in tables.items():
-            write_parquet(table, tmp / f"{name}.parquet")
+            if callable(table):
+                table(tmp / f"{name}.parquet")
+            else:
+                write_parquet(table, tmp / f"{name}.parquet")
         (tmp / "dataset.json").write_text(dumps_json(stamp(dict(manifest), tmp, "dataset")),
                                           encoding="utf-8")
     return Path(out)

@@ -75,12 +75,12 @@ def read_graph(source: str, path: str, relations: tuple[str, ...] | None, lang: 
     """Read a file source with ``build facts``' own reader; nothing is written."""
     from factprobe.builders.datasets.mc import relation_shapes
     from factprobe.builders.datasets.build_facts import FactsConfig, read_source
-    from factprobe.builders.datasets.facts import assemble_facts
+    from factprobe.builders.datasets.facts import assemble_facts, triple_count
     cfg = FactsConfig(source=source, relations=relations, out="", path=path, lang=lang,
                       date_format=date_format, progress=False)
     where = Path(path).name or path
     with read_source(cfg) as result:
-        if len(result.triples) == 0:
+        if triple_count(result) == 0:
             raise UserError(f"{path} holds no facts for the relations asked "
                             f"({', '.join(relations or ['all'])}); check the file and --relations")
         facts, _, _ = assemble_facts(result)

@@ -1,5 +1,6 @@
 """``build facts --source wikidata-dump``: the truthy statements of the relations asked for, with
-labels and aliases from the dump itself, handed to the same assembly as every other source.
+labels and aliases from the dump itself, assembled by the same rules as every other source but
+in DuckDB (:mod:`.assemble`), which spills to disk, instead of in pandas.
 
 What the SPARQL source does to a binding is done here to a dump term: entity objects take their
 label (rows without one are dropped and counted by the assembly), literals keep their value in
@@ -15,11 +16,12 @@ import numpy as np
 import pandas as pd
 
 from factprobe.core.errors import UserError
-from factprobe.builders.datasets.facts import SourceResult
+from factprobe.builders.datasets.facts import RAW_COLUMNS, SourceResult
 from factprobe.builders.sources.common import natural_key
 from factprobe.builders.sources.graph import checked_lang, literal_label
 from factprobe.builders.sources.iris import WDT, XSD, compact
 from factprobe.builders.sources.wikidata_dump import join
+from factprobe.builders.sources.wikidata_dump.assemble import DumpAssembly
 from factprobe.builders.sources.wikidata_dump.options import DumpOptions, cores
 from factprobe.builders.sources.wikidata_dump.run import extracted
 from factprobe.builders.sources.wikidata_dump.spec import ExtractSpec, property_ids
@@ -54,21 +56,34 @@ def facts_from_dump(path: str, relations, *, lang: str = "en", limit: int | None
                                     f"{dump.path}; check the property ids on wikidata.org")
             rels = list(wanted) if wanted else sorted(present, key=natural_key)
             join.load_names(con, ex.files("names"), rels)
-            table = join.labelled_statements(con)
-            alias_table = join.aliases(con)
             meta = join.names_by_kind(con, rels)
+            provenance = {**ex.provenance(), "relations": {r: WDT + r for r in rels},
+                          "lang": lang}
+            dropped = {}
+            if ex.stats.bad_lines:
+                provenance["bad_lines"] = ex.stats.bad_lines
+                dropped["bad_lines"] = ex.stats.bad_lines
+            # The facts are assembled in DuckDB when the caller asks (assemble_facts), on this
+            # connection, which stays open until the dataset is written.
+            assembly = DumpAssembly(con, lang, date_format, TAG, dropped,
+                                    _relation_meta(rels, meta), options.memory_limit)
+            yield SourceResult(triples=pd.DataFrame(columns=RAW_COLUMNS),
+                               relations=assembly.relation_meta, provenance=provenance,
+                               dropped=assembly.dropped, source_tag=TAG, assembly=assembly)
         finally:
             con.close()
-        triples, foreign = _triples(table, lang, date_format)
-        provenance = {**ex.provenance(), "relations": {r: WDT + r for r in rels}, "lang": lang}
-        if ex.stats.bad_lines:
-            provenance["bad_lines"] = ex.stats.bad_lines
-        dropped = {"rows_with_foreign_literal": foreign} if foreign else {}
-        if ex.stats.bad_lines:
-            dropped["bad_lines"] = ex.stats.bad_lines
-        yield SourceResult(triples=triples, aliases=alias_table.to_pandas(),
-                           relations=_relation_meta(rels, meta), provenance=provenance,
-                           dropped=dropped, source_tag=TAG)
+
+
+def in_memory(result: SourceResult) -> SourceResult:
+    """The same facts as a plain :class:`SourceResult` (every row in pandas), for the
+    in-memory :func:`~factprobe.builders.datasets.facts.assemble_facts`: what the dump source
+    handed over before issue 30, kept to check the out-of-core assembly against it. Call it
+    before ``result.assembly.assemble()``, which drops the join's statements."""
+    asm = result.assembly
+    triples, _ = _triples(join.labelled_statements(asm.con), asm.lang, asm.date_format)
+    return SourceResult(triples=triples, aliases=join.aliases(asm.con).to_pandas(),
+                        relations=result.relations, provenance=result.provenance,
+                        dropped=result.dropped, source_tag=result.source_tag)
 
 
 def _triples(table, lang: str, date_format: str) -> tuple[pd.DataFrame, int]:
