@@ -48,7 +48,11 @@ def test_documented_install_line_installs_from_a_checkout(tmp_path):
     assert list(target.glob("factprobe-*.dist-info"))
     # the package data the generated repository and the report page need came along
     assert (target / "factprobe/scaffold/files/plots.html").is_file()
-    assert (target / "evaluators/report/html/vendor/vega.min.js").is_file()
+    assert (target / "factprobe/evaluators/report/html/vendor/vega.min.js").is_file()
+    # one import name: nothing called builders, probes or evaluators lands at the top of
+    # site-packages, where a user's own package of that name would collide with it
+    tops = sorted(p.name for p in target.iterdir() if p.suffix != ".dist-info")
+    assert tops == ["bin", "factprobe"], tops
     assert (target / "bin" / "factprobe").is_file()
     extras = (next(target.glob("factprobe-*.dist-info")) / "METADATA").read_text()
     assert "Provides-Extra: pipeline" in extras and "Provides-Extra: models" in extras
