@@ -31,6 +31,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.packages import folders
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "docs" / "examples" / "gold_prob"
 SOURCE = ROOT / "docs" / "examples" / "jsonl_source"
@@ -38,11 +40,12 @@ METRIC = ROOT / "docs" / "examples" / "top2_metric"
 
 pytestmark = pytest.mark.slow
 
+# setup.py's folder map, read once (tests/packages.py), not copied
+FOLDERS = {name: folder.name for name, folder in folders().items()}
 SHIM = '''\
 import importlib.util, os, sys
 ROOT = os.environ["FACTPROBE_COPY"]
-FOLDERS = {"factprobe": "factprobe", "factprobe.builders": "builders",
-           "factprobe.probes": "probes", "factprobe.evaluators": "evaluators"}
+FOLDERS = ''' + repr(FOLDERS) + '''
 class CopyFinder:
     """The four mapped packages from the copy; their submodules follow the packages' paths."""
     @staticmethod

@@ -116,10 +116,7 @@ def positive_float(value: str) -> float:
     Traceback (most recent call last):
     argparse.ArgumentTypeError: '0' must be a number > 0
     """
-    try:
-        x = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    x = _number(value)
     if not 0 < x < float("inf"):
         raise argparse.ArgumentTypeError(f"{value!r} must be a number > 0")
     return x

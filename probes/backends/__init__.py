@@ -12,7 +12,8 @@ import importlib
 from collections.abc import Mapping
 
 from factprobe.core.errors import UserError
-from factprobe.probes.backends.base import Backend, BackendKind, Lazy
+from factprobe.core.lazy import Lazy
+from factprobe.probes.backends.base import Backend, BackendKind
 from factprobe.probes.backends.config import BackendConfig
 
 _HF = "factprobe.probes.backends.config"      # the Hugging Face kinds' flags and config

@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from factprobe.core.lazy import Lazy  # noqa: F401 (the kinds table names loaders with it)
 from factprobe.probes.backends.config import BackendConfig
 from factprobe.probes.requests import (
     Generated,

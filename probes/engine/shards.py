@@ -31,6 +31,11 @@ from factprobe.probes.engine.checkpoints import META_KEY, ChunkStats
 CHUNKS = "chunks"
 
 
+# The integer meta columns of shards written before plans declared theirs (Plan.integer_columns):
+# what every shipped method's plan declares now.
+LEGACY_INTEGER_COLUMNS = ("seed", "n_examples", "corrupted", "position", "index", "negative",
+                          "n_paraphrases", "n_negatives")
+
 def fingerprint(run: dict) -> str:
     """What must be equal for shards to be parts of one run: the command (method, its
     settings, the dataset's facts, the eval flags) and the model's identity."""
@@ -153,14 +158,9 @@ def merge_shards(folders: list[Path]) -> tuple[pd.DataFrame, dict, dict, tuple[s
                      "per_shard": [p | {"seconds": round(p["seconds"], 3)} for p in per_shard]},
         "rows": len(outputs),
     }
-    # shards written before plans declared their integer columns: the columns every shipped
-    # method's plan declares now
     integer = runs[0]["shard"].get("integer_columns", LEGACY_INTEGER_COLUMNS)
     return outputs, prompts, run, tuple(integer)
 
-
-LEGACY_INTEGER_COLUMNS = ("seed", "n_examples", "corrupted", "position", "index", "negative",
-                          "n_paraphrases", "n_negatives")
 
 
 def parse_shard(value: str) -> tuple[int, int]:

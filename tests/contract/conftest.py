@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import WIKIDATA_MINI
 from tests.contract.harness import run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,3 +57,14 @@ def workspace(workspace_template, tmp_path) -> Path:
     ws = tmp_path / "ws"
     shutil.copytree(workspace_template, ws, symlinks=True)
     return ws
+
+
+@pytest.fixture(scope="session")
+def wd_facts(tmp_path_factory) -> Path:
+    """A facts dataset with Wikidata ids (from the Wikidata-shaped test graph), built once for
+    every contract module that needs one."""
+    out = tmp_path_factory.mktemp("wd") / "wdfacts"
+    proc = run(["build", "facts", "--source", "rdf", "--path", str(WIKIDATA_MINI), "--relations",
+                "P36,P37", "--out", str(out), "--quiet"], cwd=out.parent)
+    assert proc.returncode == 0, proc.stderr
+    return out

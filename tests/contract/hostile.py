@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import WIKIDATA_MINI
-from tests.contract.harness import run
 
 DEPTH = 200_000
 DEEP_ARRAY = "[" * DEPTH + "]" * DEPTH
@@ -90,15 +88,6 @@ def files_under(root: Path):
     return [p for p in root.rglob("*") if p.is_file()]
 
 
-# Shared by test_hostile_json.py and test_secrets.py (imported there by name, as pytest needs).
-
-@pytest.fixture(scope="module")
-def wd_facts(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("wd") / "wdfacts"
-    proc = run(["build", "facts", "--source", "rdf", "--path", str(WIKIDATA_MINI), "--relations",
-                "P36,P37", "--out", str(out), "--quiet"], cwd=out.parent)
-    assert proc.returncode == 0, proc.stderr
-    return out
 
 
 @pytest.fixture(scope="module")

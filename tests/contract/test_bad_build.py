@@ -22,7 +22,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import WIKIDATA_MINI
 from tests.contract.conftest import SAMPLE, TEMPLATES
 from tests.contract.harness import Case, check, expand, run, snapshot
 from tests.llm_server import ScriptedChat
@@ -586,15 +585,6 @@ def _run_case(case: Case, ws: Path, names: dict[str, str]) -> None:
                timeout=case.timeout)
     check(proc, before, snapshot(ws), needles=case.needles, new_ok=NEW_OK)
 
-
-@pytest.fixture(scope="session")
-def wd_facts(tmp_path_factory) -> Path:
-    """A facts dataset with Wikidata ids (from the Wikidata-shaped test graph)."""
-    out = tmp_path_factory.mktemp("wd") / "wdfacts"
-    proc = run(["build", "facts", "--source", "rdf", "--path", str(WIKIDATA_MINI), "--relations",
-                "P36,P37", "--out", str(out), "--quiet"], cwd=out.parent)
-    assert proc.returncode == 0, proc.stderr
-    return out
 
 
 @pytest.mark.parametrize("case", CASES + READER_CASES, ids=lambda c: c.id)

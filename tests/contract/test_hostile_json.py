@@ -27,7 +27,6 @@ from tests.conftest import WIKIDATA_MINI
 from tests.contract.harness import Case, check, expand, run, snapshot
 from tests.contract.hostile import (  # noqa: F401 (fixtures)
     server,
-    wd_facts,
     DEEP_ARRAY,
     DEEP_OBJECT,
     FixedAnswer,

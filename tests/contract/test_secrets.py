@@ -21,7 +21,7 @@ import pytest
 
 from tests.conftest import WIKIDATA_MINI
 from tests.contract.harness import run, snapshot
-from tests.contract.hostile import FixedAnswer, chat_completion, server, wd_facts  # noqa: F401
+from tests.contract.hostile import FixedAnswer, chat_completion, server  # noqa: F401
 from tests.wbapi_server import FakeWikidataApi, default_entities
 
 KEY = "sk-proj-Q7w8e9r0t1y2u3i4"          # OPENAI_API_KEY
