@@ -5,9 +5,9 @@ from __future__ import annotations
 import csv
 import io
 import os
-import tempfile
 from pathlib import Path
 
+from factprobe.core import atomic
 from factprobe.core.csvsafe import read_cell, safe_cell
 from factprobe.core.errors import UserError
 from factprobe.core.textfiles import read_text
@@ -56,22 +56,12 @@ def write_review(path: str | os.PathLike, templates: list[Template],
             decisions.get(t.template_id, "keep"), t.template_id, t.relation_id, t.style,
             t.origin, t.template)])
     path = Path(path)
-    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(buf.getvalue())
-        os.replace(tmp, path)
+        atomic.write_text(path, buf.getvalue(), newline="")
     except OSError as exc:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
         raise UserError(f"cannot write --review-out {path} "
                         f"({exc.strerror or type(exc).__name__}); give a writable path") from None
-    except BaseException:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        raise
     return path
 
 

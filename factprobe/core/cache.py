@@ -15,11 +15,11 @@ import datetime as dt
 import hashlib
 import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
 
+from factprobe.core import atomic
 from factprobe.core import jsonsafe
 from factprobe.core.errors import UserError
 from factprobe.core.retry import Retryable, RetryPolicy, with_retries
@@ -107,21 +107,11 @@ class ResponseCache:
         if self.folder is None:
             return entry
         path = self._path(key)
-        tmp = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=path.parent)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(entry, fh, ensure_ascii=False)
-            os.replace(tmp, path)
+            atomic.write_text(path, json.dumps(entry, ensure_ascii=False))
         except OSError as exc:  # a read-only or full disk, a file where a folder should be
-            if tmp is not None:
-                Path(tmp).unlink(missing_ok=True)
             raise UserError(f"cannot write the response cache in {self.root} "
                             f"({exc.strerror or type(exc).__name__}); pass --cache-dir a "
                             f"writable folder") from None
-        except BaseException:
-            if tmp is not None:
-                Path(tmp).unlink(missing_ok=True)
-            raise
         return entry

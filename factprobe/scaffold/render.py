@@ -9,7 +9,6 @@ Rendering is a pure function of the options, so the same flags give the same byt
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from factprobe.core import atomic
 from factprobe.core.errors import UserError
 from factprobe.builders.sources.table import SOURCES
 from factprobe.scaffold import stages
@@ -144,9 +144,7 @@ def write(cfg: InitConfig, force: bool) -> list[Path]:
     for rel, text in texts.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.factprobe-tmp-{os.getpid()}")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        atomic.write_text(path, text)
         written.append(path)
     (root / "templates").mkdir(exist_ok=True)
     return written

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import time
 from dataclasses import asdict, dataclass
@@ -27,6 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from factprobe.core import atomic
 from factprobe.core import jsonsafe
 from factprobe.core.tables import dumps_json
 from factprobe.probes.backends.identity import describe_change, identity_digest
@@ -48,9 +48,7 @@ class ChunkStats:
 
 
 def _write_json(path: Path, obj) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(dumps_json(obj), encoding="utf-8")
-    os.replace(tmp, path)
+    atomic.write_text(path, dumps_json(obj), tmp=path.with_name(path.name + ".tmp"))
 
 
 def _read_json(path: Path):
@@ -170,9 +168,9 @@ class Checkpoints:
         table = pa.Table.from_pandas(pd.DataFrame(rows), preserve_index=False)
         table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                                META_KEY: json.dumps(asdict(stats))})
-        tmp = path.with_suffix(".tmp")
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
+        # the ``.tmp`` name is one the checkpoint folder knows as an unfinished chunk
+        with atomic.replacing(path, tmp=path.with_suffix(".tmp")) as tmp:
+            pq.write_table(table, tmp)
         self._log_session(every=2.0)
         self.computed += 1
         frame = self._read(stage, path)

@@ -617,7 +617,7 @@ def cached(ws: Path) -> dict[str, list[Path]]:
     root = ws / ".cache-factprobe"
     if not root.exists():
         return out
-    stray = [p for p in root.rglob(".tmp-*")]
+    stray = [p for p in root.rglob("*.tmp-*")]
     assert not stray, f"temporary cache files left behind: {stray}"
     for f in sorted(root.rglob("*.json")):
         namespace = f.parent.parent.name

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from factprobe.core import atomic
 from factprobe.core import jsonsafe
 from factprobe.core.errors import UserError
 
@@ -199,7 +200,6 @@ def build_index(dump: DumpFile, threads: int, target: Path) -> int:
     """Read the whole dump once on ``threads`` threads and keep the offsets of its compressed
     blocks in ``target``; return the decompressed size. Seeking later costs one block."""
     import json
-    tmp = target.with_name(target.name + ".partial")
     if dump.compression == "none":
         return dump.path.stat().st_size
     with open_stream(dump, threads) as stream:
@@ -207,11 +207,11 @@ def build_index(dump: DumpFile, threads: int, target: Path) -> int:
             pass
         raw = stream.raw
         size = raw.tell()
-        if dump.compression == "bz2":
-            tmp.write_text(json.dumps({str(k): v for k, v in raw.block_offsets().items()}))
-        else:
-            raw.export_index(str(tmp))
-    os.replace(tmp, target)
+        with atomic.replacing(target, tmp=target.with_name(target.name + ".partial")) as tmp:
+            if dump.compression == "bz2":
+                tmp.write_text(json.dumps({str(k): v for k, v in raw.block_offsets().items()}))
+            else:
+                raw.export_index(str(tmp))
     return size
 
 

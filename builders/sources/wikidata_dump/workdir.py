@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from factprobe.core import atomic
 from factprobe.core import jsonsafe
 from factprobe.core.errors import UserError
 from factprobe.builders.sources.wikidata_dump.rows import TABLES, Piece, PieceStats
@@ -131,9 +132,8 @@ class ShardWriter:
             path = self.paths[name]
             os.replace(path.with_name(path.name + ".partial"), path)
         marker = self.work.shards / f"{self.shard:06d}.done.json"
-        tmp = marker.with_name(marker.name + ".partial")
-        tmp.write_text(json.dumps(self.stats.as_dict()))
-        os.replace(tmp, marker)
+        atomic.write_text(marker, json.dumps(self.stats.as_dict()),
+                          tmp=marker.with_name(marker.name + ".partial"))
         return self.stats
 
     def abandon(self) -> None:

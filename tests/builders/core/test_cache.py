@@ -27,7 +27,7 @@ def test_a_good_answer_is_stored_and_replayed(tmp_path):
     entry = cache.retrieve(key, lambda: {"text": "hi"}, NO_WAIT, "asking", endpoint="x")
     assert entry["response"] == {"text": "hi"} and entry["endpoint"] == "x"
     assert cache.get(key) == entry
-    assert not list(tmp_path.rglob(".tmp-*"))
+    assert not list(tmp_path.rglob("*.tmp-*"))
 
 
 def test_an_answer_of_the_wrong_shape_is_retried_then_refused_and_never_stored(tmp_path):
