@@ -280,6 +280,8 @@ def test_a_source_is_first_class(copy):
     src = repo / "src-e2e"
     src.mkdir()
     (src / "triples.jsonl").write_text("".join(json.dumps(x) + "\n" for x in TRIPLES))
+    (src / "renamed.jsonl").write_text(json.dumps(
+        {"s": "Q419", "s_label": "Lima", "p": "P1376", "o": "Q419x", "o_label": "Peru"}) + "\n")
     # init sizes params.yaml from the file: enough facts for the smallest multiple-choice set
     (src / "graph.jsonl").write_text("".join(json.dumps(
         {"subject": f"Q{i}", "subject_label": f"country {i}", "relation": "P36",
@@ -296,8 +298,19 @@ def test_a_source_is_first_class(copy):
                      "src-e2e/hub", "--quiet"]) == 0
         assert main(["init", "src-e2e/repo", "--source", "jsonl", "--path",
                      "src-e2e/graph.jsonl", "--relations", "all", "--quiet"]) == 0
+        # the source's own flag (its module's add_flags/read_flags), recorded in dataset.json
+        assert main(["build", "facts", "--source", "jsonl", "--path", "src-e2e/renamed.jsonl",
+                     "--jsonl-keys", "s,p,o", "--relations", "all", "--out", "src-e2e/renamed",
+                     "--quiet"]) == 0
+        renamed = read_table("src-e2e/renamed", "facts")
+        print(json.dumps(sorted(zip(renamed["subject"].to_pylist(),
+                                    renamed["object"].to_pylist()))))
         """).stdout
-    assert json.loads(out) == [["Berlin", "Germany"], ["Paris", "France"]]
+    first, renamed = out.splitlines()[-2:]
+    assert json.loads(first) == [["Berlin", "Germany"], ["Paris", "France"]]
+    assert json.loads(renamed) == [["Lima", "Peru"]]
+    params = json.loads((src / "renamed" / "dataset.json").read_text())["params"]
+    assert params["jsonl_keys"] == ["s", "p", "o"] and "page_size" not in params
     card = (src / "hub" / "README.md").read_text()
     assert "Built with [factprobe](#citation-information) from the JSON-lines file " \
            "`triples.jsonl`" in card
@@ -316,6 +329,12 @@ def test_a_source_is_first_class(copy):
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].endswith(
         "--source jsonl needs --path FILE.jsonl (one triple per line)")
+    bad = py(copy, "from factprobe.cli.app import main; raise SystemExit(main(['build', "
+                   "'facts', '--source', 'jsonl', '--path', 'src-e2e/triples.jsonl', "
+                   "'--jsonl-keys', 's,p', '--relations', 'all', '--out', 'y']))", check=False)
+    assert bad.returncode == 2 and not (repo / "y").exists()
+    assert bad.stderr.strip().splitlines()[-1].endswith(
+        "--jsonl-keys 's,p': give three field names, e.g. subject,relation,object")
 
 
 def test_a_metric_is_first_class(copy):

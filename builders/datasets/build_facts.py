@@ -6,6 +6,7 @@ one asked for and writes the dataset.
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 from pathlib import Path
 
 from factprobe.core.errors import UserError
@@ -21,15 +22,21 @@ def read_source(cfg: FactsConfig, sources: dict[str, Source] = SOURCES
     that holds temporary files while it is read (wikidata-dump) keeps them until the facts are
     written."""
     source = source_for(cfg.source, cfg.path, cfg.endpoint, sources)
-    result = source.read(cfg)
+    result = source.read(_complete(cfg, source))
     if isinstance(result, contextlib.AbstractContextManager):
         return result
     return contextlib.nullcontext(result)
 
 
+def _complete(cfg: FactsConfig, source: Source) -> FactsConfig:
+    """``cfg`` with the source's own options at their defaults where none were given."""
+    return replace(cfg, options=source.with_default_options(cfg.options))
+
+
 def build_facts(cfg: FactsConfig, sources: dict[str, Source] = SOURCES) -> Path:
     with read_source(cfg, sources) as result:
-        return write_facts(cfg, result)
+        source = source_for(cfg.source, cfg.path, cfg.endpoint, sources)
+        return write_facts(_complete(cfg, source), result)
 
 
 def write_facts(cfg: FactsConfig, result: SourceResult) -> Path:

@@ -4,14 +4,14 @@ endpoint, a local RDF file, or Wikidata's JSON dump. The CLI parses the flags in
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, Mapping
 
 from factprobe.core.errors import UserError
-from factprobe.core.transport import DEFAULT_MAX_ANSWER_MB
+from factprobe.core.network import NetworkOptions
 from factprobe.builders.datasets.nobel_config import NobelConfig
 from factprobe.builders.sources.table import SOURCES
-from factprobe.builders.sources.wikidata_dump.options import DumpOptions
 
 # the sources of `build facts` that hold laureates with Wikidata's model (or one given by flags)
 NOBEL_SOURCES = tuple(name for name, s in SOURCES.items() if s.nobel)
@@ -22,14 +22,9 @@ class NobelSource:
     source: str | None = None            # None: chosen from the flags (see choose_source)
     path: str | None = None
     endpoint: str | None = None
-    prefixes: dict = field(default_factory=dict)   # --prefix NAME=IRI, parsed
-    contact: str | None = None
-    cache_dir: str | None = None
-    refresh: bool = False
-    timeout_s: float = 65.0
-    max_answer_mb: float = DEFAULT_MAX_ANSWER_MB
-    retries: int = 3
-    dump: DumpOptions = field(default_factory=DumpOptions)
+    network: NetworkOptions = field(default_factory=NetworkOptions)
+    # each source's own options by its flags module's NAME (Source.flags), as for build facts
+    options: Mapping[str, Any] = field(default_factory=dict)
     skip_bad: bool = False               # wikidata-dump: skip and count malformed lines
 
 
@@ -65,24 +60,27 @@ def build_nobel_from(src: NobelSource, cfg: NobelConfig) -> Path:
     from factprobe.builders.sources.iris import WELL_KNOWN
     from factprobe.builders.sources.sparql import WIKIDATA_ENDPOINT, HttpEndpoint, LocalGraph
     source = choose_source(src.source, src.path, src.endpoint)
+    own = SOURCES[source].with_default_options(src.options)[SOURCES[source].flags_module().NAME]
     if source == "wikidata-dump":
         from factprobe.builders.sources.wikidata_dump.to_nobel import nobel_from_dump
         if not src.path:
             raise UserError("--source wikidata-dump needs --path latest-all.json.bz2")
-        return nobel_from_dump(src.path, cfg, src.dump, skip_bad=src.skip_bad)
+        return nobel_from_dump(src.path, cfg, own, skip_bad=src.skip_bad)
+    cfg = replace(cfg, page_size=own.page_size)
     if source == "rdf":
         if not src.path:
             raise UserError("--source rdf needs --path FILE")
         endpoint = LocalGraph(src.path)
-        prefixes = {**WELL_KNOWN, **endpoint.prefixes, **src.prefixes}
+        prefixes = {**WELL_KNOWN, **endpoint.prefixes, **own.prefixes}
         tag = f"rdf:{Path(src.path).name}"
     else:
         url = src.endpoint or (WIKIDATA_ENDPOINT if source == "wikidata" else None)
         if not url:
             raise UserError("--source sparql needs --endpoint URL")
-        endpoint = HttpEndpoint(url, cache_dir=src.cache_dir, contact=src.contact,
-                                timeout_s=src.timeout_s, policy=RetryPolicy(retries=src.retries),
-                                refresh=src.refresh, max_bytes=int(src.max_answer_mb * MB))
-        prefixes = {**WELL_KNOWN, **src.prefixes}
+        net = src.network
+        endpoint = HttpEndpoint(url, cache_dir=net.cache_dir, contact=net.contact,
+                                timeout_s=net.timeout_s, policy=RetryPolicy(retries=net.retries),
+                                refresh=net.refresh, max_bytes=int(net.max_answer_mb * MB))
+        prefixes = {**WELL_KNOWN, **own.prefixes}
         tag = "wikidata" if source == "wikidata" else f"sparql:{endpoint.shown}"
     return build_nobel(endpoint, cfg, prefixes, tag)

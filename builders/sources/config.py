@@ -1,11 +1,16 @@
 """What ``factprobe build facts`` reads: one typed config for every source of
-:data:`factprobe.builders.sources.table.SOURCES` (each reader takes the fields it needs)."""
+:data:`factprobe.builders.sources.table.SOURCES`. The fields every source may use are here; a
+source's own flags (``Source.flags``: the graph sources' page size and prefixes, a dump's
+executor and shards) are the typed value its flags module reads, under ``options``, so a new
+source with flags of its own changes neither this config nor the command line."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from typing import Any, Mapping, TypeVar
 
-from factprobe.core.transport import DEFAULT_MAX_ANSWER_MB
-from factprobe.builders.sources.wikidata_dump.options import DumpOptions
+from factprobe.core.network import NetworkOptions
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -17,22 +22,23 @@ class FactsConfig:
     endpoint: str | None = None
     limit: int | None = None
     lang: str = "en"
-    page_size: int = 10_000
-    date_format: str = "date"
-    prefixes: dict = field(default_factory=dict)
+    date_format: str = "date"                  # Wikidata's time values: date or year
     skip_bad: bool = False
-    contact: str | None = None
-    cache_dir: str | None = None
-    refresh: bool = False
-    timeout_s: float = 65.0
-    max_answer_mb: float = DEFAULT_MAX_ANSWER_MB
-    retries: int = 3
+    network: NetworkOptions = field(default_factory=NetworkOptions)
+    options: Mapping[str, Any] = field(default_factory=dict)   # flags module NAME -> options
     progress: bool = True
-    dump: DumpOptions = field(default_factory=DumpOptions)   # how to read a wikidata-dump
+
+    def option(self, name: str, default: T) -> T:
+        """The source's options read by the flags module ``name``, or ``default`` (a caller
+        from Python that set none)."""
+        return self.options.get(name, default)
 
     def manifest_params(self) -> dict:
-        keep = ("source", "relations", "limit", "lang", "page_size", "date_format", "prefixes",
-                "skip_bad")
-        params = {k: v for k, v in asdict(self).items() if k in keep}
-        params["relations"] = list(self.relations) if self.relations else "all"
+        """What the dataset records of this build: the shared fields, and what the source's
+        own options say they change (``params()``)."""
+        params = {"source": self.source, "relations": list(self.relations) if self.relations
+                  else "all", "limit": self.limit, "lang": self.lang,
+                  "date_format": self.date_format, "skip_bad": self.skip_bad}
+        for name in sorted(self.options):
+            params.update(self.options[name].params())
         return params

@@ -17,21 +17,24 @@ def graph(cfg: FactsConfig) -> SourceResult:
     from factprobe.core.retry import RetryPolicy
     from factprobe.core.transport import MB
     from factprobe.builders.sources.graph import PREDICATES_QUERY, GraphQueryConfig, GraphReader
+    from factprobe.builders.sources.graph_flags import NAME, GraphOptions
     from factprobe.builders.sources.iris import WELL_KNOWN, compact
     from factprobe.builders.sources.sparql import WIKIDATA_ENDPOINT, HttpEndpoint, LocalGraph
+    own = cfg.option(NAME, GraphOptions())
     if cfg.source == "rdf":
         endpoint = LocalGraph(cfg.path)
-        prefixes = {**WELL_KNOWN, **endpoint.prefixes, **cfg.prefixes}
+        prefixes = {**WELL_KNOWN, **endpoint.prefixes, **own.prefixes}
         tag = f"rdf:{Path(cfg.path).name}"
     else:
         url = cfg.endpoint or WIKIDATA_ENDPOINT
-        endpoint = HttpEndpoint(url, cache_dir=cfg.cache_dir, contact=cfg.contact,
-                                timeout_s=cfg.timeout_s, policy=RetryPolicy(retries=cfg.retries),
-                                refresh=cfg.refresh, max_bytes=int(cfg.max_answer_mb * MB))
-        prefixes = dict(cfg.prefixes)
+        net = cfg.network
+        endpoint = HttpEndpoint(url, cache_dir=net.cache_dir, contact=net.contact,
+                                timeout_s=net.timeout_s, policy=RetryPolicy(retries=net.retries),
+                                refresh=net.refresh, max_bytes=int(net.max_answer_mb * MB))
+        prefixes = dict(own.prefixes)
         tag = "wikidata" if cfg.source == "wikidata" else f"sparql:{endpoint.shown}"
     reader = GraphReader(endpoint, GraphQueryConfig(
-        lang=cfg.lang, page_size=cfg.page_size, limit=cfg.limit, date_format=cfg.date_format,
+        lang=cfg.lang, page_size=own.page_size, limit=cfg.limit, date_format=cfg.date_format,
         prefixes=prefixes), source_tag=tag, wikidata=cfg.source == "wikidata",
         progress=cfg.progress)
     relations = cfg.relations
@@ -59,7 +62,9 @@ def csv(cfg: FactsConfig) -> SourceResult:
 
 
 def wikidata_dump(cfg: FactsConfig) -> contextlib.AbstractContextManager:
+    from factprobe.builders.sources.wikidata_dump.flags import NAME
+    from factprobe.builders.sources.wikidata_dump.options import DumpOptions
     from factprobe.builders.sources.wikidata_dump.to_facts import facts_from_dump
     return facts_from_dump(cfg.path, cfg.relations, lang=cfg.lang, limit=cfg.limit,
                            date_format=cfg.date_format, skip_bad=cfg.skip_bad,
-                           options=cfg.dump, progress=cfg.progress)
+                           options=cfg.option(NAME, DumpOptions()), progress=cfg.progress)

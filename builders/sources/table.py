@@ -15,6 +15,7 @@ Readers import their module when called: listing the sources loads no parser or 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
@@ -79,7 +80,12 @@ class Source:
     pipeline gets other names for subjects and objects (``build aliases --via``: ``graph`` or
     ``wikidata``); None: no aliases stage, the facts' own labels are used. ``unsized``: why init
     does not read the source to size params.yaml; None: init reads it with ``read``.
-    ``nobel``: ``factprobe build nobel`` reads laureates from it.
+    ``nobel``: ``factprobe build nobel`` reads laureates from it. ``flags``: the module that
+    owns the flags only this source (and those naming the same module) reads: ``NAME``,
+    ``OPTIONS`` (a typed dataclass with ``params()``), ``add_flags(parser)`` and
+    ``read_flags(args)`` (builders/sources/graph_flags.py); the command line adds each such
+    module's flags once, and the source's reader finds its options under
+    ``FactsConfig.options[NAME]``.
     """
     read: Callable[[FactsConfig], SourceResult | contextlib.AbstractContextManager]
     reads: Literal["path", "endpoint"]
@@ -89,10 +95,30 @@ class Source:
     aliases: Literal["graph", "wikidata"] | None = None
     unsized: str | None = None
     nobel: bool = False
+    flags: str | None = None
+
+    def flags_module(self):
+        """The module of the source's own flags (imported now), or None."""
+        return importlib.import_module(self.flags) if self.flags else None
+
+    def with_default_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """``options`` with the source's own options at their defaults where a caller (a
+        Python one) gave none: the reader and the manifest see what the build used."""
+        module = self.flags_module()
+        if module is None or module.NAME in options:
+            return dict(options)
+        return {**options, module.NAME: module.OPTIONS()}
+
+
+def flag_modules(sources: Mapping[str, Source]) -> list:
+    """Each distinct flags module of ``sources``, in table order (the --help groups)."""
+    names = list(dict.fromkeys(s.flags for s in sources.values() if s.flags))
+    return [importlib.import_module(n) for n in names]
 
 
 # the built-in sources' readers, imported when a build reads one (builders/sources/readers.py)
 _READERS = "factprobe.builders.sources.readers"
+_GRAPH_FLAGS = "factprobe.builders.sources.graph_flags"
 
 _WIKIDATA_TERMS = ("cc-by-4.0", "derived from Wikidata, whose data is CC0; CC BY 4.0 asks you to "
                                  "credit this build")
@@ -116,16 +142,16 @@ SOURCES: dict[str, Source] = {
         lambda src: f"Wikidata Query Service, endpoint {cell(src.get('endpoint'))}",
         license=_WIKIDATA_TERMS, tag="wikidata"),
         aliases="wikidata", unsized="a wikidata source is read by `dvc repro`, not at init",
-        nobel=True),
+        nobel=True, flags=_GRAPH_FLAGS),
     "sparql": Source(Lazy(_READERS, "graph"), "endpoint", "URL", Card(
         lambda src: f"the SPARQL endpoint {code(src.get('endpoint') or str(src.get('type'))[7:])}",
         lambda src: f"SPARQL endpoint {cell(src.get('endpoint') or str(src.get('type'))[7:])}"),
         aliases="graph", unsized="a sparql source is read by `dvc repro`, not at init",
-        nobel=True),
+        nobel=True, flags=_GRAPH_FLAGS),
     "rdf": Source(Lazy(_READERS, "graph"), "path", "FILE (Turtle, N-Triples, RDF/XML...)", Card(
         lambda src: f"the RDF graph {code(path_name(src))}",
         lambda src: f"RDF file {cell(src.get('path'))} ({src.get('format', 'RDF')})"),
-        aliases="graph", nobel=True),
+        aliases="graph", nobel=True, flags=_GRAPH_FLAGS),
     "trex": Source(Lazy(_READERS, "trex"), "path", "(a folder of P<id>.jsonl files, a local copy of "
                                   "relbert/t_rex, or a Hub dataset id)", Card(
         lambda src: "T-REx", _trex_data,
@@ -144,7 +170,7 @@ SOURCES: dict[str, Source] = {
                     f"{src.get('compression')}), dated {src.get('dump_date') or 'unknown'}",
         license=_WIKIDATA_TERMS, tag="wikidata"),
         strict=False, aliases="graph", unsized="a Wikidata dump is too large to read at init",
-        nobel=True),
+        nobel=True, flags="factprobe.builders.sources.wikidata_dump.flags"),
 }
 
 

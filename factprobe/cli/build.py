@@ -5,8 +5,7 @@ import argparse
 
 from factprobe.core.argtypes import count, positive, relation_list
 from factprobe.cli import templates as cli_templates  # templates, misprimes, multiprompt, fktc
-from factprobe.cli.common import cache_dir, network_flags, show_progress
-from factprobe.cli.dump_flags import add_dump_flags, dump_options
+from factprobe.cli.common import cache_dir, network_flags, network_options, show_progress
 
 
 EPILOG_FACTS = """examples:
@@ -23,7 +22,7 @@ EPILOG_FACTS = """examples:
 
 
 def _add_facts(sub, common) -> None:
-    from factprobe.builders.sources.table import SOURCES
+    from factprobe.builders.sources.table import SOURCES, flag_modules
     p = sub.add_parser("facts", parents=[common], help="read facts from a knowledge graph",
                        epilog=EPILOG_FACTS, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--source", required=True, choices=tuple(SOURCES))
@@ -34,29 +33,31 @@ def _add_facts(sub, common) -> None:
     p.add_argument("--limit", type=positive, help="at most N facts per relation")
     p.add_argument("--out", required=True, help="output dataset folder")
     p.add_argument("--lang", default="en", help="label language (en)")
-    p.add_argument("--page-size", type=positive, default=10_000, help="SPARQL page size")
     p.add_argument("--date-format", choices=("date", "year"), default="date",
                    help="how date objects are written: 1879-03-14 or 1879")
-    p.add_argument("--prefix", action="append", metavar="NAME=IRI",
-                   help="a namespace prefix for relation names and ids (repeatable)")
     p.add_argument("--skip-bad", action="store_true",
                    help="skip malformed input lines and count them instead of failing")
     network_flags(p)
-    add_dump_flags(p)
+    for module in flag_modules(SOURCES):    # each source's own flags (Source.flags), once
+        module.add_flags(p)
     p.set_defaults(run=_run_facts)
+
+
+def _own_options(args, source) -> dict:
+    """The chosen source's own options, read by its flags module (none: no entry)."""
+    module = source.flags_module()
+    return {module.NAME: module.read_flags(args)} if module else {}
 
 
 def _run_facts(args) -> str:
     from factprobe.builders.datasets.build_facts import FactsConfig, build_facts
-    from factprobe.builders.sources.iris import parse_prefix_args
+    from factprobe.builders.sources.table import SOURCES
     cfg = FactsConfig(source=args.source, relations=args.relations, out=args.out,
                       path=args.path, endpoint=args.endpoint, limit=args.limit, lang=args.lang,
-                      page_size=args.page_size, date_format=args.date_format,
-                      prefixes=parse_prefix_args(args.prefix), skip_bad=args.skip_bad,
-                      contact=args.contact, cache_dir=cache_dir(args), refresh=args.refresh,
-                      timeout_s=args.timeout, max_answer_mb=args.max_answer_mb,
-                      retries=args.retries, progress=show_progress(args),
-                      dump=dump_options(args, cache_dir(args)))
+                      date_format=args.date_format, skip_bad=args.skip_bad,
+                      network=network_options(args),
+                      options=_own_options(args, SOURCES[args.source]),
+                      progress=show_progress(args))
     out = build_facts(cfg)
     return f"wrote {out}"
 
@@ -152,6 +153,7 @@ EPILOG_NOBEL = """examples:
 def _add_nobel(sub, common) -> None:
     from factprobe.builders.datasets.nobel_config import NobelModel
     from factprobe.builders.datasets.nobel_source import NOBEL_SOURCES
+    from factprobe.builders.sources.table import SOURCES, flag_modules
     d = NobelModel()
     p = sub.add_parser("nobel", parents=[common], help="Nobel laureates and their birth years",
                        epilog=EPILOG_NOBEL, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -163,7 +165,6 @@ def _add_nobel(sub, common) -> None:
     p.add_argument("--out", required=True)
     p.add_argument("--max-year", type=int, default=2022, help="last award year (2022)")
     p.add_argument("--lang", default="en")
-    p.add_argument("--prefix", action="append", metavar="NAME=IRI")
     m = p.add_argument_group("the graph's model (Wikidata's by default)")
     for flag, attr in (("--award-statement", "award_statement"), ("--award-value", "award_value"),
                        ("--award-time", "award_time"), ("--birth-property", "birth"),
@@ -174,21 +175,19 @@ def _add_nobel(sub, common) -> None:
     p.add_argument("--skip-bad", action="store_true",
                    help="wikidata-dump: skip and count malformed lines instead of failing")
     network_flags(p)
-    add_dump_flags(p)
+    for module in flag_modules({n: SOURCES[n] for n in NOBEL_SOURCES}):
+        module.add_flags(p)
     p.set_defaults(run=_run_nobel)
 
 
 def _run_nobel(args) -> str:
     from factprobe.builders.datasets.nobel_config import NobelConfig, NobelModel
     from factprobe.builders.datasets.nobel_source import NobelSource, build_nobel_from, choose_source
-    from factprobe.builders.sources.iris import parse_prefix_args
-    choose_source(args.source, args.path, args.endpoint)  # a flag conflict before anything else
+    from factprobe.builders.sources.table import SOURCES
+    chosen = choose_source(args.source, args.path, args.endpoint)  # a flag conflict first
     src = NobelSource(source=args.source, path=args.path, endpoint=args.endpoint,
-                      prefixes=parse_prefix_args(args.prefix), contact=args.contact,
-                      cache_dir=cache_dir(args), refresh=args.refresh, timeout_s=args.timeout,
-                      max_answer_mb=args.max_answer_mb,
-                      retries=args.retries, dump=dump_options(args, cache_dir(args)),
-                      skip_bad=args.skip_bad)
+                      network=network_options(args),
+                      options=_own_options(args, SOURCES[chosen]), skip_bad=args.skip_bad)
     model = NobelModel(**{k: getattr(args, k) for k in NobelModel.__dataclass_fields__})
     cfg = NobelConfig(out=args.out, model=model, max_year=args.max_year, lang=args.lang,
                       progress=show_progress(args))

@@ -42,6 +42,14 @@ def max_answer_flag(g) -> None:
                    help=f"refuse an answer larger than this many MB ({DEFAULT_MAX_ANSWER_MB})")
 
 
+def network_options(args):
+    """The network flags as the typed value every client reads."""
+    from factprobe.core.network import NetworkOptions
+    return NetworkOptions(contact=args.contact, cache_dir=cache_dir(args), refresh=args.refresh,
+                          timeout_s=args.timeout, max_answer_mb=args.max_answer_mb,
+                          retries=args.retries)
+
+
 def cache_dir(args) -> str:
     """--cache-dir, or factprobe's default cache."""
     from factprobe.core.cache import default_cache_dir

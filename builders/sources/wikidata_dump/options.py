@@ -30,6 +30,10 @@ class DumpOptions:
     work_root: str | None = None         # scratch folder's parent; None: the cache folder
     memory_limit: str | None = None      # DuckDB's; None: half the memory, at most 8 GB
 
+    def params(self) -> dict:
+        """What a dataset's manifest records of these options: nothing, none changes a byte."""
+        return {}
+
     def decompress_threads(self) -> int:
         """Every free core by default: indexed_bzip2 and rapidgzip decode ahead on their own
         threads while the main process parses. A core another process keeps busy is left out

@@ -13,6 +13,8 @@ from factprobe.core.retry import RetryPolicy
 from factprobe.builders.datasets.build_facts import FactsConfig, build_facts
 from factprobe.builders.datasets.nobel import NobelConfig, build_nobel
 from factprobe.builders.sources.iris import WELL_KNOWN
+from factprobe.builders.sources.graph_flags import GraphOptions
+from factprobe.core.network import NetworkOptions
 from factprobe.builders.sources.sparql import HttpEndpoint, LocalGraph
 from tests.conftest import WIKIDATA_MINI
 
@@ -21,9 +23,11 @@ def _facts(folder: Path) -> list[dict]:
     return pq.read_table(folder / "facts.parquet").to_pylist()
 
 
-def _sparql_cfg(url, tmp_path, **kw):
+def _sparql_cfg(url, tmp_path, contact=None, **kw):
     base = dict(source="sparql", endpoint=url, relations=("P36", "P37"), out=str(tmp_path / "out"),
-                cache_dir=str(tmp_path / "cache"), progress=False, retries=2)
+                network=NetworkOptions(cache_dir=str(tmp_path / "cache"), retries=2,
+                                       contact=contact),
+                progress=False)
     base.update(kw)
     return FactsConfig(**base)
 
@@ -121,7 +125,7 @@ def test_unknown_relation_names_the_present_ones(oxigraph_url, tmp_path):
 
 def test_limit_caps_facts_per_relation(oxigraph_url, tmp_path):
     out = build_facts(_sparql_cfg(oxigraph_url, tmp_path, relations=("P37",), limit=4,
-                                  page_size=3))
+                                  options={"graph": GraphOptions(page_size=3)}))
     assert len(_facts(out)) == 4
 
 
@@ -168,7 +172,8 @@ def test_wikidata_source_with_a_mirror_endpoint(oxigraph_url, tmp_path):
     assert {f["source"] for f in facts} == {"wikidata"} and len(facts) == 6
     with pytest.raises(UserError, match="not Wikidata property ids"):
         build_facts(_sparql_cfg(oxigraph_url, tmp_path, source="wikidata",
-                                relations=("P36", "rel:capital"), prefixes={"rel": "http://x/"}))
+                                relations=("P36", "rel:capital"),
+                                options={"graph": GraphOptions(prefixes={"rel": "http://x/"})}))
 
 
 def test_literal_objects_in_date_and_year_form(oxigraph_url, tmp_path):

@@ -1,4 +1,6 @@
-"""The command-line flags for reading a dump, shared by ``build facts`` and ``build nobel``."""
+"""The flags only the wikidata-dump source reads (``build facts`` and ``build nobel``): how a
+dump is read, never what is read from it. The source's flags module (see
+builders/sources/graph_flags.py for what one gives)."""
 from __future__ import annotations
 
 import argparse
@@ -7,8 +9,11 @@ from pathlib import Path
 from factprobe.core.argtypes import count, positive
 from factprobe.builders.sources.wikidata_dump.options import DECOMPRESSORS, EXECUTORS, MB, DumpOptions
 
+NAME = "wikidata-dump"
+OPTIONS = DumpOptions
 
-def add_dump_flags(p: argparse.ArgumentParser) -> None:
+
+def add_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("wikidata-dump (see docs/sources.md)")
     g.add_argument("--executor", choices=EXECUTORS, default="local",
                    help="where shards are read: this machine, or a Ray cluster (local)")
@@ -29,7 +34,11 @@ def add_dump_flags(p: argparse.ArgumentParser) -> None:
                    "facts; it spills to disk beyond)")
 
 
-def dump_options(args, cache_dir: str | None) -> DumpOptions:
+def read_flags(args: argparse.Namespace) -> DumpOptions:
+    from factprobe.core.cache import default_cache_dir
+    # the scratch folder sits in the response cache (--cache-dir, a network flag every build
+    # shares) unless told otherwise
+    cache_dir = getattr(args, "cache_dir", None) or str(default_cache_dir())
     batch = min(8, args.shard_mb)
     while args.shard_mb % batch:
         batch -= 1
@@ -37,5 +46,5 @@ def dump_options(args, cache_dir: str | None) -> DumpOptions:
                        workers=args.workers, threads=args.threads,
                        shard_bytes=args.shard_mb * MB, batch_bytes=batch * MB,
                        decompressor=args.decompressor,
-                       work_root=str(Path(cache_dir) / "wikidata-dump") if cache_dir else None,
+                       work_root=str(Path(cache_dir) / "wikidata-dump"),
                        memory_limit=args.memory_limit)
