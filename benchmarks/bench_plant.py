@@ -15,7 +15,10 @@ on one thread) it times, alternating old and new within each repetition:
 - a whole plant of ``--epochs`` epochs, and whether both paths trained the same weights and
   the same log (they must: the new path changes no bit).
 
-Ratios are old / new (above 1: the new path is faster). Needs data/datasets/sample-mc.
+Times are CPU seconds of the process (``time.process_time``; the training is single-threaded,
+so on a shared machine they are far steadier than the wall clock, which is also given for
+whole plants). Ratios are old / new (above 1: the new path is faster). Needs
+data/datasets/sample-mc.
 """
 from __future__ import annotations
 
@@ -230,18 +233,23 @@ def _encode_statements(tokenizer, statements):
 
 # ---- timing ----
 
+# CPU seconds of this process (all its threads), not wall time: training runs on one thread,
+# and on a shared 2-core machine the wall clock mostly measures the other jobs.
+clock = time.process_time
+
+
 def _clock(fn, repeat: int) -> float:
-    """Median seconds of ``repeat`` calls."""
+    """Median CPU seconds of ``repeat`` calls."""
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = clock()
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return statistics.median(times)
 
 
 def epoch_parts(les, repeat: int) -> dict:
-    """Seconds of each part of one epoch (epoch 1), old and new."""
+    """CPU seconds of each part of one epoch (epoch 1), old and new."""
     import torch
     from factprobe.probes.planting.causal import lr_factor  # noqa: F401  (same loop both)
     from factprobe.probes.planting.causal import token_stream
@@ -316,40 +324,54 @@ def epoch_parts(les, repeat: int) -> dict:
         loss_of = [lambda b=b: model(input_ids=b[0], attention_mask=b[1], labels=b[2]).loss
                    for b in new_masked()]
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.01)
+    split = {"forward": 0.0, "backward": 0.0, "optimizer": 0.0}
 
     def steps():
         for f in loss_of:
+            t0 = clock()
             loss = f()
+            t1 = clock()
             opt.zero_grad()
             loss.backward()
+            t2 = clock()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
-    out["steps"] = _clock(steps, max(1, repeat // 2))
+            t3 = clock()
+            split["forward"] += t1 - t0
+            split["backward"] += t2 - t1
+            split["optimizer"] += t3 - t2
+    runs = max(1, repeat // 2)
+    out["steps"] = _clock(steps, runs)
+    out.update({f"steps_{k}": v / runs for k, v in split.items()})   # means, for the shares
     out["steps_per_epoch"] = len(loss_of)
     return {k: round(v, 4) if isinstance(v, float) else v for k, v in out.items()}
 
 
 def whole(les, repeat: int) -> dict:
-    """A whole plant of cfg.epochs epochs on each path: seconds, and whether the two trained
-    the same bits."""
+    """A whole plant of cfg.epochs epochs on each path, tokenizer training and model building
+    included: CPU seconds (and wall), and whether the two trained the same bits."""
     import torch
     from factprobe.probes.planting.causal import train_causal
     from factprobe.probes.planting.masked import train_masked
     new, old = (train_masked, train_masked_old) if les.cfg.masked else \
         (train_causal, train_causal_old)
     times: dict[str, list[float]] = {"old": [], "new": []}
+    walls: dict[str, list[float]] = {"old": [], "new": []}
     result = {}
     for _ in range(repeat):
         for name, fn in (("old", old), ("new", new)):
-            start = time.perf_counter()
+            start, wall = clock(), time.perf_counter()
             model, _, log = fn(les.facts, les.cur, les.forms, les.cfg)
-            times[name].append(time.perf_counter() - start)
+            times[name].append(clock() - start)
+            walls[name].append(time.perf_counter() - wall)
             result[name] = ({k: v.clone() for k, v in model.state_dict().items()}, log)
     same = (result["old"][1] == result["new"][1]
             and all(torch.equal(result["old"][0][k], v) for k, v in result["new"][0].items()))
     return {"old_s": round(statistics.median(times["old"]), 2),
             "new_s": round(statistics.median(times["new"]), 2),
             "ratio": round(statistics.median(times["old"]) / statistics.median(times["new"]), 2),
+            "old_wall_s": round(statistics.median(walls["old"]), 2),
+            "new_wall_s": round(statistics.median(walls["new"]), 2),
             "same_weights_and_log": same}
 
 
