@@ -57,14 +57,7 @@ def train_masked(facts: pd.DataFrame, cur, forms: dict, cfg):
     model.resize_token_embeddings(len(tokenizer))
     mask_id, pad_id = tokenizer.mask_token_id, tokenizer.pad_token_id
     specials = set(tokenizer.all_special_ids)
-    encoded = []
-    for head, y, tail in statements:
-        h = tokenizer(head, add_special_tokens=False)["input_ids"]
-        o = tokenizer(" " + y if head.endswith(" ") else y, add_special_tokens=False)[
-            "input_ids"] if y else []
-        t = tokenizer(tail, add_special_tokens=False)["input_ids"]
-        encoded.append(([tokenizer.cls_token_id] + h + o + t + [tokenizer.sep_token_id],
-                        1 + len(h), 1 + len(h) + len(o)))
+    encoded = encode_statements(tokenizer, statements)
     table = MaskTable(encoded, specials, pad_id)
 
     def step_batches(epoch: int):
@@ -83,6 +76,37 @@ def train_masked(facts: pd.DataFrame, cur, forms: dict, cfg):
     log = run_epochs(model, step_batches, lambda: batches_accuracy(model, checks),
                      cfg, "plant (masked)")
     return model, tokenizer, log
+
+
+def encode_statements(tokenizer, statements: list[tuple[str, str, str]]
+                      ) -> list[tuple[list[int], int, int]]:
+    """(ids with [CLS] and [SEP], first object position, end of the object) of each
+    (head, object, tail): the three parts tokenised apart, so the object's tokens are known,
+    in three batched calls (the same ids as three calls per statement, a fraction of the
+    time: the sample has 6,250 statements).
+
+    >>> from factprobe.probes.planting.model_factory import train_tokenizer
+    >>> tok = train_tokenizer(["The capital of Peru is Lima."], 60, masked=True)
+    >>> [(tok.convert_ids_to_tokens(ids), lo, hi) for ids, lo, hi in
+    ...  encode_statements(tok, [("Peru is ", "Lima", "."), ("Peru is ", "", ".")])]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [(['[CLS]', 'Peru', 'is', 'Lima', '.', '[SEP]'], 3, 4),
+     (['[CLS]', 'Peru', 'is', '.', '[SEP]'], 3, 3)]
+    """
+    if not statements:
+        return []
+    heads = [h for h, _, _ in statements]
+
+    def ids(texts):
+        return tokenizer(texts, add_special_tokens=False)["input_ids"]
+    objects = ids([" " + y if h.endswith(" ") else y for h, y, _ in statements])
+    out = []
+    for h, o, t, (_, y, _) in zip(ids(heads), objects, ids([t for _, _, t in statements]),
+                                  statements):
+        o = o if y else []
+        out.append(([tokenizer.cls_token_id] + h + o + t + [tokenizer.sep_token_id],
+                    1 + len(h), 1 + len(h) + len(o)))
+    return out
 
 
 class MaskTable:

@@ -174,3 +174,22 @@ def test_the_mask_table_draws_the_masks_of_the_per_token_loop():
             assert all(a.dtype == b.dtype and torch.equal(a, b) for a, b in zip(g, w))
         assert rng.random() == after          # the same draws consumed: later ones agree
         assert 0 < int(target.sum()) - int(table.obj.sum())   # some random masks were drawn
+
+
+def test_statements_encoded_in_batches_are_those_encoded_one_by_one():
+    from factprobe.probes.planting.masked import encode_statements
+    from factprobe.probes.planting.model_factory import train_tokenizer
+    tok = train_tokenizer(TEXTS, 300, masked=True)
+    statements = [(f"The capital of {x} is ", y, ".") for x, y in FACTS] + \
+        [("What is the capital of Chile? ", "Santiago", "."), ("", "Zürich", " – “q”"),
+         ("São Paulo is in", "", "!"), ("", "", "")]
+    want = []
+    for head, y, tail in statements:          # the loop it replaced (masked.py)
+        h = tok(head, add_special_tokens=False)["input_ids"]
+        o = tok(" " + y if head.endswith(" ") else y, add_special_tokens=False)[
+            "input_ids"] if y else []
+        t = tok(tail, add_special_tokens=False)["input_ids"]
+        want.append(([tok.cls_token_id] + h + o + t + [tok.sep_token_id],
+                      1 + len(h), 1 + len(h) + len(o)))
+    assert encode_statements(tok, statements) == want
+    assert encode_statements(tok, []) == []
