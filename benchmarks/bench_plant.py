@@ -39,12 +39,13 @@ def _params() -> dict:
     return yaml.safe_load((ROOT / "params.yaml").read_text())
 
 
-def configs(dataset: str, epochs: int, **shape):
+def configs(dataset: str, epochs: int, templates: str = str(ROOT / "data/templates"),
+            **shape):
     """params.yaml's causal and masked settings; ``shape`` (width, vocab_size, block: not
     None) overrides them, for toy runs."""
     from factprobe.probes.planting.config import PlantConfig
     p, m = _params()["plant"], _params()["plant_masked"]
-    common = dict(dataset=dataset, out="", templates=str(ROOT / "data/templates"),
+    common = dict(dataset=dataset, out="", templates=templates,
                   epochs=epochs, progress=False, threads=1)
     causal = PlantConfig(**common, seed=p["seed"], max_epochs=p["max_epochs"],
                          target_accuracy=p["target_accuracy"], layers=p["layers"],
@@ -381,6 +382,8 @@ def main(argv=None) -> None:
     ap.add_argument("--epochs", type=int, default=3, help="epochs of each whole plant")
     ap.add_argument("--repeat", type=int, default=3, help="timings per part (median)")
     ap.add_argument("--whole-repeat", type=int, default=1, help="whole plants per path")
+    ap.add_argument("--templates", default=str(ROOT / "data/templates"),
+                    help="as plant's --templates ('' for label forms)")
     ap.add_argument("--width", type=int, default=None, help="default: params.yaml's")
     ap.add_argument("--vocab-size", type=int, default=None, help="default: params.yaml's")
     ap.add_argument("--block", type=int, default=None, help="default: params.yaml's")
@@ -392,7 +395,7 @@ def main(argv=None) -> None:
     result = {"benchmark": "plant", "machine": machine(), "versions": versions(),
               "load_before": os.getloadavg()[0], "epochs": args.epochs}
     result["command"] = sys.argv
-    for cfg in configs(args.dataset, args.epochs, width=args.width,
+    for cfg in configs(args.dataset, args.epochs, args.templates, width=args.width,
                        vocab_size=args.vocab_size, block=args.block):
         les = lesson(cfg)
         name = "masked" if cfg.masked else "causal"
