@@ -63,10 +63,11 @@ def _padded(seqs: list[list[int]], pad_id: int):
     return ids, attn
 
 
-# A matrix product of fewer rows than this takes another path on the CPU whose last bits
-# differ from the whole batch's (measured with MKL: up to 5 rows at width 128, up to 10 at
-# 256), which could flip a near-tie in the argmax and so the stopping epoch: the gathered
-# rows are padded to at least this many, so the check reads the very logits it read before.
+# A matrix product of few rows takes another path in the CPU's BLAS whose last bits differ
+# from the whole batch's (measured here: up to 5 rows at width 128, up to 10 at 256; from
+# 32 rows on, every row equal at widths 128-512), which could flip a near-tie in the argmax
+# and so the stopping epoch: the gathered rows are padded to at least this many, so the
+# check reads the very logits the whole batch's projection gave.
 MIN_HEAD_ROWS = 64
 
 
