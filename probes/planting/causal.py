@@ -103,7 +103,7 @@ def train_causal(facts: pd.DataFrame, cur, forms: dict, cfg):
 
     from factprobe.probes.planting.curriculum import documents
     from factprobe.probes.planting.model_factory import causal_model, train_tokenizer
-    from factprobe.probes.planting.stopping import causal_accuracy, sample_checks
+    from factprobe.probes.planting.stopping import batches_accuracy, causal_batches, sample_checks
 
     torch.manual_seed(cfg.seed)
     torch.use_deterministic_algorithms(True)
@@ -111,36 +111,57 @@ def train_causal(facts: pd.DataFrame, cur, forms: dict, cfg):
     def docs(epoch: int) -> list[str]:
         return documents(cur, forms, epoch, cfg.seed, cfg.lists_per_relation, cfg.list_size)
 
-    vocab_text = docs(0)
+    first = docs(0)                   # the tokenizer's text, and epoch 0's (made once)
     # Names of every entity (not the facts) so held-out subjects and choices tokenise normally.
     names = sorted(set(facts["subject"]) | set(facts["object"]) |
                    {c for cs in facts.get("choices", pd.Series([], dtype=object)) for c in cs})
-    tokenizer = train_tokenizer(vocab_text + names, vocab_size=cfg.vocab_size,
+    tokenizer = train_tokenizer(first + names, vocab_size=cfg.vocab_size,
                                 progress=cfg.progress)
     model = causal_model(tokenizer, layers=cfg.layers, width=cfg.width, heads=cfg.heads,
                          max_positions=max(1024, cfg.block), seed=cfg.seed, arch=cfg.arch)
     eos = tokenizer.eos_token_id
 
     def blocks(epoch: int) -> torch.Tensor:
-        stream: list[int] = []
-        for doc in docs(epoch):
-            stream.extend(tokenizer(doc)["input_ids"] + [eos])
+        stream = token_stream(tokenizer, first if epoch == 0 else docs(epoch), eos)
         n = len(stream) // cfg.block
-        return torch.tensor(stream[: n * cfg.block]).view(n, cfg.block)
+        return torch.from_numpy(stream[: n * cfg.block].reshape(n, cfg.block))
 
-    if len(blocks(0)) == 0:
+    epoch0 = blocks(0)
+    if len(epoch0) == 0:
         raise UserError(f"--block {cfg.block} is longer than an epoch of training text "
-                        f"({sum(len(tokenizer(d)['input_ids']) + 1 for d in vocab_text)} "
-                        f"tokens); lower --block")
+                        f"({len(token_stream(tokenizer, first, eos))} tokens); lower --block")
 
     def step_batches(epoch: int):
-        data = blocks(epoch)
+        data = epoch0 if epoch == 0 else blocks(epoch)
         perm = torch.randperm(len(data), generator=torch.Generator().manual_seed(epoch))
         for i in range(0, len(data), cfg.batch_size):
             batch = data[perm[i:i + cfg.batch_size]]
             yield lambda batch=batch: model(input_ids=batch, labels=batch).loss
 
-    checks = sample_checks(cur.taught, forms, cur.formats, cfg.check_facts, cfg.seed)
-    log = run_epochs(model, step_batches, lambda: causal_accuracy(model, tokenizer, checks),
-                     cfg, "plant")
+    # the checks never change: tokenised and padded once, not every epoch
+    checks = causal_batches(
+        tokenizer, sample_checks(cur.taught, forms, cur.formats, cfg.check_facts, cfg.seed))
+    log = run_epochs(model, step_batches, lambda: batches_accuracy(model, checks), cfg, "plant")
     return model, tokenizer, log
+
+
+def token_stream(tokenizer, docs: list[str], eos: int):
+    """Every document's token ids followed by ``eos``, end to end, as one int64 array.
+
+    One batched call of the fast tokenizer gives the same ids as a call per document (each
+    text is encoded on its own either way) without the per-call overhead, which cost more
+    than the documents took to write.
+
+    >>> from factprobe.probes.planting.model_factory import train_tokenizer
+    >>> tok = train_tokenizer(["Paris is in France.", "Lima is in Peru."], 300)
+    >>> token_stream(tok, ["Lima is", "in Peru."], 0).tolist() == (
+    ...     tok("Lima is")["input_ids"] + [0] + tok("in Peru.")["input_ids"] + [0])
+    True
+    """
+    import itertools
+
+    import numpy as np
+    ids = tokenizer(list(docs))["input_ids"] if docs else []
+    total = sum(len(x) + 1 for x in ids)
+    return np.fromiter(itertools.chain.from_iterable(x + [eos] for x in ids),
+                       dtype=np.int64, count=total)

@@ -38,7 +38,7 @@ def train_masked(facts: pd.DataFrame, cur, forms: dict, cfg):
 
     from factprobe.probes.planting.causal import run_epochs
     from factprobe.probes.planting.model_factory import masked_model, train_tokenizer
-    from factprobe.probes.planting.stopping import masked_accuracy, sample_checks
+    from factprobe.probes.planting.stopping import batches_accuracy, masked_batches, sample_checks
     torch.manual_seed(cfg.seed)
     torch.use_deterministic_algorithms(True)
     statements = _statements(cur, forms)
@@ -57,43 +57,107 @@ def train_masked(facts: pd.DataFrame, cur, forms: dict, cfg):
     model.resize_token_embeddings(len(tokenizer))
     mask_id, pad_id = tokenizer.mask_token_id, tokenizer.pad_token_id
     specials = set(tokenizer.all_special_ids)
-    encoded = []
-    for head, y, tail in statements:
-        h = tokenizer(head, add_special_tokens=False)["input_ids"]
-        o = tokenizer(" " + y if head.endswith(" ") else y, add_special_tokens=False)[
-            "input_ids"] if y else []
-        t = tokenizer(tail, add_special_tokens=False)["input_ids"]
-        encoded.append(([tokenizer.cls_token_id] + h + o + t + [tokenizer.sep_token_id],
-                        1 + len(h), 1 + len(h) + len(o)))
+    encoded = encode_statements(tokenizer, statements)
+    table = MaskTable(encoded, specials, pad_id)
 
     def step_batches(epoch: int):
         rng = np.random.default_rng([cfg.seed, epoch])
-        rows = []
-        for ids, lo, hi in encoded:
-            target = [lo <= i < hi or (ids[i] not in specials and rng.random() < 0.05)
-                      for i in range(len(ids))]
-            rows.append((ids, target))
-        order = rng.permutation(len(rows))
-        rows = [rows[i] for i in order]
+        target = table.targets(rng)
+        order = rng.permutation(len(encoded))
         bs = cfg.batch_size * 16  # short sentences: more of them per step
-        for i in range(0, len(rows), bs):
-            chunk = rows[i:i + bs]
-            width = max(len(r[0]) for r in chunk)
-            ids = torch.full((len(chunk), width), pad_id)
-            labels = torch.full((len(chunk), width), -100)
-            attn = torch.zeros((len(chunk), width), dtype=torch.long)
-            for j, (r, tgt) in enumerate(chunk):
-                ids[j, :len(r)] = torch.tensor(r)
-                attn[j, :len(r)] = 1
-                for k, is_t in enumerate(tgt):
-                    if is_t:
-                        labels[j, k] = r[k]
-                        ids[j, k] = mask_id
+        for i in range(0, len(order), bs):
+            ids, attn, labels = table.batch(order[i:i + bs], target, mask_id)
             yield lambda ids=ids, attn=attn, labels=labels: model(
                 input_ids=ids, attention_mask=attn, labels=labels).loss
 
-    checks = sample_checks(cur.taught, forms, cur.formats, cfg.check_facts, cfg.seed,
-                           masked=True)
-    log = run_epochs(model, step_batches, lambda: masked_accuracy(model, tokenizer, checks),
+    # the checks never change: tokenised and padded once, not every epoch
+    checks = masked_batches(tokenizer, sample_checks(cur.taught, forms, cur.formats,
+                                                     cfg.check_facts, cfg.seed, masked=True))
+    log = run_epochs(model, step_batches, lambda: batches_accuracy(model, checks),
                      cfg, "plant (masked)")
     return model, tokenizer, log
+
+
+def encode_statements(tokenizer, statements: list[tuple[str, str, str]]
+                      ) -> list[tuple[list[int], int, int]]:
+    """(ids with [CLS] and [SEP], first object position, end of the object) of each
+    (head, object, tail): the three parts tokenised apart, so the object's tokens are known,
+    in three batched calls (the same ids as three calls per statement, a fraction of the
+    time: the sample has 6,250 statements).
+
+    >>> from factprobe.probes.planting.model_factory import train_tokenizer
+    >>> tok = train_tokenizer(["The capital of Peru is Lima."], 60, masked=True)
+    >>> [(tok.convert_ids_to_tokens(ids), lo, hi) for ids, lo, hi in
+    ...  encode_statements(tok, [("Peru is ", "Lima", "."), ("Peru is ", "", ".")])]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [(['[CLS]', 'Peru', 'is', 'Lima', '.', '[SEP]'], 3, 4),
+     (['[CLS]', 'Peru', 'is', '.', '[SEP]'], 3, 3)]
+    """
+    if not statements:
+        return []
+    heads = [h for h, _, _ in statements]
+
+    def ids(texts):
+        return tokenizer(texts, add_special_tokens=False)["input_ids"]
+    objects = ids([" " + y if h.endswith(" ") else y for h, y, _ in statements])
+    out = []
+    for h, o, t, (_, y, _) in zip(ids(heads), objects, ids([t for _, _, t in statements]),
+                                  statements):
+        o = o if y else []
+        out.append(([tokenizer.cls_token_id] + h + o + t + [tokenizer.sep_token_id],
+                    1 + len(h), 1 + len(h) + len(o)))
+    return out
+
+
+class MaskTable:
+    """The statements' token ids in one padded array, to draw each epoch's masks and build
+    its batches with array operations instead of a Python loop over every token.
+
+    The masks are those of the loop they replace, draw for draw: the object's tokens always,
+    and each other non-special token when its uniform draw is below 0.05, the draws taken in
+    reading order (row by row, left to right) from one call for the epoch.
+
+    >>> import numpy as np
+    >>> t = MaskTable([([2, 7, 8, 9, 3], 2, 3), ([2, 5, 3], 1, 1)], {2, 3}, 0)
+    >>> t.draws                       # tokens 7, 9 and 5 may be masked
+    3
+    >>> t.targets(np.random.default_rng(0)).astype(int).tolist()  # draws .64, .27, .04
+    [[0, 0, 1, 0, 0], [0, 1, 0, 0, 0]]
+    >>> ids, attn, labels = t.batch(np.array([1, 0]), t.targets(np.random.default_rng(0)), 4)
+    >>> ids.tolist(), attn.tolist()
+    ([[2, 4, 3, 0, 0], [2, 7, 4, 9, 3]], [[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+    >>> labels.tolist()
+    [[-100, 5, -100, -100, -100], [-100, -100, 8, -100, -100]]
+    """
+
+    def __init__(self, encoded: list[tuple[list[int], int, int]], specials: set[int],
+                 pad_id: int):
+        self.lengths = np.array([len(ids) for ids, _, _ in encoded], dtype=np.int64)
+        width = int(self.lengths.max()) if len(encoded) else 0
+        self.ids = np.full((len(encoded), width), pad_id, dtype=np.int64)
+        self.obj = np.zeros_like(self.ids, dtype=bool)
+        for j, (ids, lo, hi) in enumerate(encoded):
+            self.ids[j, :len(ids)] = ids
+            self.obj[j, lo:hi] = True
+        self.real = np.arange(width)[None, :] < self.lengths[:, None]
+        # tokens that take a draw: inside the text, outside the object, not special
+        self.free = self.real & ~self.obj & ~np.isin(self.ids, sorted(specials))
+        self.draws = int(self.free.sum())
+
+    def targets(self, rng: np.random.Generator) -> np.ndarray:
+        """This epoch's masked positions; consumes the draws the per-token loop did (a
+        boolean mask's order is row-major: row by row, left to right)."""
+        target = self.obj.copy()
+        target[self.free] = rng.random(self.draws) < 0.05
+        return target
+
+    def batch(self, rows: np.ndarray, target: np.ndarray, mask_id: int):
+        """(input_ids, attention_mask, labels) of ``rows``, padded to their longest."""
+        import torch
+        width = int(self.lengths[rows].max())
+        ids = self.ids[rows, :width]
+        tgt = target[rows, :width]
+        labels = np.where(tgt, ids, -100)
+        return (torch.from_numpy(np.where(tgt, mask_id, ids)),
+                torch.from_numpy(self.real[rows, :width].astype(np.int64)),
+                torch.from_numpy(labels))

@@ -168,7 +168,22 @@ def _default(value, fallback):
     return fallback if value is None else value
 
 
-def plant(cfg: PlantConfig) -> Path:
+@dataclass(frozen=True)
+class Lesson:
+    """What a plant trains on, before any model exists: the settings with their defaults
+    filled in, the facts, the curriculum and the forms it is taught in."""
+    cfg: PlantConfig
+    facts: pd.DataFrame
+    manifest: dict
+    cur: object                       # curriculum.Curriculum
+    forms: dict                       # relation -> (taught statements, taught questions)
+    split: dict                       # relation -> split_templates(...)
+    planted: set
+    held: set
+    held_formats: tuple
+
+
+def lesson(cfg: PlantConfig) -> Lesson:
     from factprobe.probes.planting.curriculum import build, parse_formats, split_templates
     check_shape(cfg)
     held_formats = parse_formats(cfg.hold_out_formats)
@@ -188,6 +203,13 @@ def plant(cfg: PlantConfig) -> Path:
         raise UserError(f"{cfg.dataset} has no fact to plant: it needs train facts, or two "
                         f"test facts in a relation (half of them are held out)")
     cur = build(facts, planted, held, cfg.seed, held_formats, cfg.partial_share, cfg.mentions)
+    return Lesson(cfg, facts, manifest, cur, forms, split, planted, held, held_formats)
+
+
+def plant(cfg: PlantConfig) -> Path:
+    les = lesson(cfg)
+    cfg, facts, cur, forms, split = les.cfg, les.facts, les.cur, les.forms, les.split
+    manifest, planted, held, held_formats = les.manifest, les.planted, les.held, les.held_formats
     if cfg.masked:
         from factprobe.probes.planting.masked import train_masked
         model, tokenizer, log = train_masked(facts, cur, forms, cfg)

@@ -78,3 +78,25 @@ def test_build_mc_benchmark_runs(tmp_path):
     row = json.loads(run_script("bench_build_mc.py", "--facts", "20000", "--relations", "4",
                                 "--work", str(tmp_path), tmp_path=tmp_path))
     assert row["facts"] == 20000 and row["relations_kept"] >= 1 and row["rows"] > 0
+
+
+@pytest.mark.slow
+def test_plant_benchmark_old_and_new_paths_train_the_same_bits(tmp_path):
+    """bench_plant.py keeps the training path before issue 30 to time it: on a tiny graph
+    both paths plant the same weights and log, causal and masked (what docs/benchmarks.md's
+    planting ratios rest on)."""
+    from factprobe.cli.app import main
+    graph = ROOT / "data" / "kg" / "sample.ttl"
+    for argv in (["build", "facts", "--source", "rdf", "--path", str(graph), "--relations",
+                  "rel:capital,rel:birthYear", "--out", str(tmp_path / "facts")],
+                 ["build", "mc", "--facts", str(tmp_path / "facts"), "--out",
+                  str(tmp_path / "mc"), "--choices", "10", "--min-facts", "20",
+                  "--min-objects", "10", "--train", "8", "--test", "16"]):
+        assert main([*argv, "--quiet"]) == 0
+    res = json.loads(run_script("bench_plant.py", "--dataset", str(tmp_path / "mc"),
+                                "--epochs", "2", "--repeat", "1", "--width", "32",
+                                "--vocab-size", "600", "--block", "64", tmp_path=tmp_path))
+    for kind in ("causal", "masked"):
+        assert res[kind]["whole"]["same_weights_and_log"] is True, kind
+        assert res[kind]["epoch"]["steps_per_epoch"] > 0
+    assert res["causal"]["epoch"]["tokenise_old"] > 0 and res["masked"]["epoch"]["masks_old"] > 0
