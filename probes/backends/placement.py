@@ -222,11 +222,36 @@ def offload_dir(folder: str) -> str:
     where = Path(folder)
     if where.exists() and not where.is_dir():
         raise UserError(f"--offload-folder {folder}: a file, not a folder; give a folder")
+    made = []      # the folders this creates, innermost first: removed again when empty
+    up = where.absolute()
+    while not up.exists():
+        made.append(up)
+        up = up.parent
     try:
         where.mkdir(parents=True, exist_ok=True)
         mine = tempfile.mkdtemp(prefix="factprobe-offload-", dir=where)
     except OSError as exc:
         raise UserError(f"--offload-folder {folder}: cannot create a folder there "
                         f"({exc.strerror or exc}); give a writable folder") from None
+    atexit.register(_remove_empty, made)      # atexit runs last-in first-out: after rmtree
     atexit.register(shutil.rmtree, mine, True)
     return mine
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    for f in folders:
+        try:
+            f.rmdir()
+        except OSError:
+            return       # not empty (someone else's files now live there) or already gone
+
+
+def replica_config(config, gpus: float):
+    """The config a Ray replica holding ``gpus`` GPUs loads: with more than one whole GPU and
+    no --device-map, ``auto``, so the model spreads over the replica's GPUs (Ray shows each
+    replica only its own, numbered from 0) instead of leaving all but one idle."""
+    import dataclasses
+    if (gpus > 1 and hasattr(config, "device_map") and not config.device_map
+            and config.device == "auto"):
+        return dataclasses.replace(config, device_map="auto")
+    return config

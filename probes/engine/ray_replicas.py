@@ -23,6 +23,7 @@ from factprobe.core.errors import UserError
 from factprobe.probes.backends.base import BackendKind
 from factprobe.probes.backends.config import BackendConfig
 from factprobe.probes.backends.identity import describe_change
+from factprobe.probes.backends.placement import replica_config
 from factprobe.probes.engine.checkpoints import ChunkStats
 from factprobe.probes.engine.executors import (
     ExecutorConfig,
@@ -123,6 +124,7 @@ class RayExecutor:
         actor = ray.remote(Replica).options(
             num_cpus=cfg.cpus_per_replica, num_gpus=cfg.gpus_per_replica,
             max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS)
+        backend_cfg = replica_config(backend_cfg, cfg.gpus_per_replica)
         self.replicas = [actor.remote(kind.load, backend_cfg, cfg.cpus_per_replica,
                                       os.environ.get(EXIT_HOOK))
                          for _ in range(cfg.replicas)]
