@@ -102,14 +102,14 @@ def _place(value: str | int):
     return int(text) if text.isdigit() else text
 
 
-def _check_gpus(places, what: str) -> None:
+def _check_gpus(places, what: str, fix: str) -> None:
     import torch
     wanted = sorted({int(p) for p in places if str(p).isdigit()})
     have = torch.cuda.device_count() if torch.cuda.is_available() else 0
     missing = [g for g in wanted if g >= have]
     if missing:
         raise UserError(f"{what} names GPU {missing[0]}, but this process sees {have} GPU(s)"
-                        f"{', numbered from 0' if have else ''}; change the map")
+                        f"{', numbered from 0' if have else ''}; {fix}")
     if "mps" in places and not torch.backends.mps.is_available():
         raise UserError(f"{what} names mps, but no Apple GPU (MPS) is available here")
 
@@ -135,7 +135,8 @@ def resolve(config, model_config, auto_class, dtype) -> dict:
     empty.tie_weights()     # tied weights (GPT-2's head and embeddings) are placed together
     if config.device_map_modules:
         device_map = {m: _place(d) for m, d in config.device_map_modules}
-        _check_gpus(set(device_map.values()), f"--device-map {config.device_map}")
+        _check_gpus(set(device_map.values()), f"--device-map {config.device_map}",
+                    "change the map")
         known = {n for n, _ in empty.named_modules()}
         unknown = [m for m in device_map if m not in known]
         if unknown:
@@ -150,7 +151,7 @@ def resolve(config, model_config, auto_class, dtype) -> dict:
     else:
         max_memory = {_place(k): v for k, v in config.max_memory} or None
         if max_memory:
-            _check_gpus(set(max_memory), "--max-memory")
+            _check_gpus(set(max_memory), "--max-memory", "change --max-memory")
         no_split = getattr(empty, "_no_split_modules", None) or []
         if config.device_map != "sequential":
             max_memory = get_balanced_memory(empty, max_memory=max_memory, dtype=dtype,
@@ -160,8 +161,12 @@ def resolve(config, model_config, auto_class, dtype) -> dict:
                                            no_split_module_classes=no_split)
     del empty
     if "disk" in device_map.values() and not config.offload_folder:
-        raise UserError("the device map sends some layers to disk (they do not fit "
-                        "--max-memory); give --offload-folder DIR, or allow more memory")
+        if config.device_map_modules:
+            raise UserError(f"--device-map {config.device_map} sends some modules to disk; "
+                            f"give --offload-folder DIR")
+        raise UserError(f"--device-map {config.device_map}: some layers do not fit the memory "
+                        f"at hand (--max-memory) and go to disk; give --offload-folder DIR, or "
+                        f"allow more memory")
     return device_map
 
 
