@@ -171,12 +171,18 @@ def resolve(config, model_config, auto_class, dtype) -> dict:
 
 
 def main_device(device_map: dict) -> str:
-    """Where the layers kept on ``cpu`` or ``disk`` compute: accelerate runs them on the first
-    GPU of the map (streaming their weights in), or on the CPU when the map has none."""
-    for place in device_map.values():
-        if place not in ("cpu", "disk"):
-            return f"cuda:{place}" if isinstance(place, int) else str(place)
-    return "cpu"
+    """Where the layers kept on ``cpu`` or ``disk`` compute: accelerate's ``dispatch_model``
+    runs them on a GPU of the map (the lowest-numbered one), streaming their weights in, or on
+    the CPU when the map has none.
+
+    >>> main_device({"a": "cpu", "b": 1, "c": 0, "d": "disk"}), main_device({"": "disk"})
+    ('cuda:0', 'cpu')
+    """
+    gpus = sorted(p for p in device_map.values() if isinstance(p, int))
+    if gpus:
+        return f"cuda:{gpus[0]}"
+    other = [p for p in device_map.values() if p not in ("cpu", "disk")]
+    return str(other[0]) if other else "cpu"
 
 
 def planned_main_device(config) -> str:
