@@ -103,6 +103,17 @@ def from_args(args, kind: str) -> BackendConfig:
                          **_placement(args))
 
 
+def _outside_run(offload: str, out: str) -> None:
+    """The offload folder may not lie in the run's folder or its checkpoints (``.OUT.partial``,
+    probes/engine/runner.py): both are factprobe's to replace, and a folder of offloaded
+    weights inside --out would make it a folder factprobe did not write."""
+    where, run = Path(offload).resolve(), Path(out).resolve()
+    for taken in (run, run.with_name(f".{run.name}.partial")):
+        if where == taken or taken in where.parents:
+            raise UserError(f"--offload-folder {offload} is inside the run's own folder "
+                            f"{taken.name}, which factprobe replaces; give a folder elsewhere")
+
+
 def _placement(args) -> dict:
     """The placement flags, checked together (each alone is checked by its parser)."""
     device_map = getattr(args, "device_map", None)
@@ -119,6 +130,8 @@ def _placement(args) -> dict:
                         f"device map names its devices itself)")
     if offload is not None and not offload.strip():
         raise UserError("--offload-folder is empty: give a folder, or drop it")
+    if offload is not None and getattr(args, "out", None):
+        _outside_run(offload, args.out)
     modules: tuple = ()
     if device_map not in placement.MODES:
         modules = placement.read_map_file(device_map)

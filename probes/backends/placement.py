@@ -73,6 +73,11 @@ def read_map_file(path: str) -> tuple[tuple[str, str], ...]:
     model) to a device (a GPU number, ``cuda:N``, ``cpu``, ``mps`` or ``disk``), as (module,
     device) pairs; read once here so Ray replicas on other nodes need no copy of the file."""
     where = Path(path)
+    if not path.strip():
+        raise UserError(f"--device-map is empty: give {', '.join(MODES)} or a JSON file")
+    if where.is_dir():
+        raise UserError(f"--device-map {path}: a folder; give {', '.join(MODES)} or a JSON "
+                        f"file")
     if not where.is_file():
         raise UserError(f"--device-map {path}: neither {', '.join(MODES)} nor a JSON file "
                         f"(no such file)")
