@@ -148,7 +148,13 @@ def load_model(config: BackendConfig, *, masked: bool = False):
         logging.getLogger("accelerate").setLevel(logging.ERROR)
         # --dtype auto follows the device that computes, as with --device
         dtype = pick_dtype(config.dtype, placement.planned_main_device(config))
-        device_map = placement.resolve(config, model_config, auto, dtype)
+        try:
+            device_map = placement.resolve(config, model_config, auto, dtype)
+        except UserError:
+            raise
+        except Exception as exc:  # noqa: BLE001 (accelerate and the model's own code)
+            raise UserError(f"--device-map {config.device_map}: accelerate cannot place "
+                            f"model {where!r} ({_first_line(exc)[:200]})") from None
         placed = {"device_map": device_map}
         if config.offload_folder and "disk" in device_map.values():
             placed["offload_folder"] = placement.offload_dir(config.offload_folder)

@@ -129,6 +129,32 @@ def _owner(name: str, device_map: dict) -> str | None:
     return best
 
 
+def _check_file_map(name: str, device_map: dict, empty) -> None:
+    """A map file names modules the model has (accelerate's hooks place modules, not single
+    parameters), leaves no parameter without a device, and keeps tied weights (one tensor
+    under two names) together: accelerate's hooks need both, and without them the first
+    forward pass fails deep inside the hooks."""
+    from accelerate.utils import find_tied_parameters
+    known = {n for n, _ in empty.named_modules()}
+    unknown = [m for m in device_map if m not in known]
+    if unknown:
+        top = ", ".join(n for n, _ in empty.named_children())
+        raise UserError(f"--device-map {name}: the model has no module {unknown[0]!r}; its "
+                        f"top modules are {top}")
+    bare = [n for n, _ in empty.named_parameters(remove_duplicate=False)
+            if _owner(n, device_map) is None]
+    if bare:
+        raise UserError(f"--device-map {name}: no device for {bare[0]} ({len(bare)} "
+                        f"parameters in all); map every module, or give \"\" a device for "
+                        f"the rest")
+    for group in find_tied_parameters(empty):
+        places = {n: device_map[_owner(n, device_map)] for n in group}
+        if len(set(places.values())) > 1:
+            shown = " and ".join(f"{n} ({d})" for n, d in sorted(places.items()))
+            raise UserError(f"--device-map {name}: {shown} are one tied tensor and must go "
+                            f"to the same device; change the map")
+
+
 def resolve(config, model_config, auto_class, dtype) -> dict:
     """The module -> device map ``config`` asks for, for the model ``model_config`` describes,
     computed on an empty copy of it (no weights are read)."""
@@ -142,17 +168,7 @@ def resolve(config, model_config, auto_class, dtype) -> dict:
         device_map = {m: _place(d) for m, d in config.device_map_modules}
         _check_gpus(set(device_map.values()), f"--device-map {config.device_map}",
                     "change the map")
-        known = {n for n, _ in empty.named_modules()}
-        unknown = [m for m in device_map if m not in known]
-        if unknown:
-            top = ", ".join(n for n, _ in empty.named_children())
-            raise UserError(f"--device-map {config.device_map}: the model has no module "
-                            f"{unknown[0]!r}; its top modules are {top}")
-        bare = [n for n, _ in empty.named_parameters() if _owner(n, device_map) is None]
-        if bare:
-            raise UserError(f"--device-map {config.device_map}: no device for {bare[0]} "
-                            f"({len(bare)} parameters in all); map every module, or give "
-                            f"\"\" a device for the rest")
+        _check_file_map(config.device_map, device_map, empty)
     else:
         max_memory = {_place(k): v for k, v in config.max_memory} or None
         if max_memory:

@@ -153,6 +153,8 @@ def test_disk_without_offload_folder_is_refused_before_loading(tiny_causal_dir):
 @pytest.mark.parametrize("mapping,needle", [
     ({"transformer.nope": "cpu", "": "cpu"}, "no module 'transformer.nope'"),
     ({"transformer.h.0": "cpu"}, "no device for"),
+    # accelerate's hooks place modules: a parameter's name fails at the first forward pass
+    ({"transformer.h.1.mlp.c_fc.bias": "disk", "": "cpu"}, "no module"),
     ({"": 0}, "GPU 0"),
     ({"": "cuda:3"}, "GPU 3"),
 ])
