@@ -149,6 +149,11 @@ def load_model(config: BackendConfig, *, masked: bool = False):
         # --dtype auto follows the device that computes, as with --device
         dtype = pick_dtype(config.dtype, placement.planned_main_device(config))
         try:
+            import accelerate  # noqa: F401
+        except ImportError:
+            raise UserError("--device-map needs accelerate: pip install 'factprobe[models]' "
+                            "(or pip install accelerate)") from None
+        try:
             device_map = placement.resolve(config, model_config, auto, dtype)
         except UserError:
             raise

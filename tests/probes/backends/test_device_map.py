@@ -229,3 +229,35 @@ def test_a_ray_replica_with_several_gpus_spreads_its_model():
     assert placement.replica_config(pinned, 2) is pinned     # --device is an explicit choice
     own = BackendConfig("m", device_map="sequential")
     assert placement.replica_config(own, 4) is own
+
+
+def test_a_killed_split_run_resumes_under_another_map(tiny_causal_dir, tmp_path, monkeypatch):
+    """The identity is the computing devices', so a run killed under one map resumes under
+    another over the same devices, and computes only the chunks it had not finished."""
+    import pandas as pd
+
+    from factprobe.probes.backends import KINDS
+    from factprobe.probes.engine import runner
+    from factprobe.probes.engine.runner import EvalConfig, run_eval
+    from factprobe.probes.methods.zp_lke import ZPLKEConfig
+    from tests.probes.engine.test_runner import _plan, killable
+    monkeypatch.setattr(runner, "CHUNK", 2)
+    first = _file_config(tiny_causal_dir, tmp_path, "gpt2")
+    second = BackendConfig(str(tiny_causal_dir), device_map="auto", max_memory=(("cpu", 10),),
+                           offload_folder=str(tmp_path / "other"))
+    calls = {"n": 0, "kill": True}
+    out = tmp_path / "run"
+    ecfg = EvalConfig("zp-lke", "d", str(out), progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        run_eval(ecfg, first, _plan(), ZPLKEConfig(), {}, kinds=killable(calls))
+    calls.update(n=0, kill=False)
+    run_eval(ecfg, second, _plan(), ZPLKEConfig(), {}, kinds=killable(calls))
+    assert calls["n"] == 2                   # only the two unfinished chunks ran
+    whole = tmp_path / "whole"
+    run_eval(EvalConfig("zp-lke", "d", str(whole), progress=False),
+             BackendConfig(str(tiny_causal_dir), device="cpu"), _plan(), ZPLKEConfig(), {},
+             kinds=KINDS)
+    key = ["stage", "fact_id", "option", "sample"]
+    got, want = (pd.read_parquet(f / "outputs.parquet").sort_values(key).reset_index(drop=True)
+                 for f in (out, whole))
+    pd.testing.assert_frame_equal(got, want)
