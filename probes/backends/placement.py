@@ -245,11 +245,14 @@ def compute_devices(device_map: dict) -> list[str]:
     return out
 
 
+_MADE: list[tuple[str, list[Path]]] = []   # (factprobe's offload folder, parents it created)
+
+
 def offload_dir(folder: str) -> str:
     """A folder of factprobe's own inside ``--offload-folder`` for the offloaded weights (the
-    user's folder may hold anything; this one alone is removed when the process ends)."""
+    user's folder may hold anything; this one alone is removed when the process ends, or by
+    :func:`remove_offload_dirs`)."""
     import atexit
-    import shutil
     import tempfile
     where = Path(folder)
     if where.exists() and not where.is_dir():
@@ -265,17 +268,24 @@ def offload_dir(folder: str) -> str:
     except OSError as exc:
         raise UserError(f"--offload-folder {folder}: cannot create a folder there "
                         f"({exc.strerror or exc}); give a writable folder") from None
-    atexit.register(_remove_empty, made)      # atexit runs last-in first-out: after rmtree
-    atexit.register(shutil.rmtree, mine, True)
+    if not _MADE:
+        atexit.register(remove_offload_dirs)
+    _MADE.append((mine, made))
     return mine
 
 
-def _remove_empty(folders: list[Path]) -> None:
-    for f in folders:
-        try:
-            f.rmdir()
-        except OSError:
-            return       # not empty (someone else's files now live there) or already gone
+def remove_offload_dirs() -> None:
+    """Remove the offload folders this process made (a Ray replica is killed, not exited, so
+    its driver asks for this first). The models using them must not run again."""
+    import shutil
+    while _MADE:
+        mine, made = _MADE.pop()
+        shutil.rmtree(mine, ignore_errors=True)
+        for f in made:
+            try:
+                f.rmdir()
+            except OSError:
+                break    # not empty (someone else's files now live there) or already gone
 
 
 def replica_config(config, gpus: float):
