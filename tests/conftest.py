@@ -31,7 +31,7 @@ SLOW_MODULES = ("tests/contract/", "tests/benchmarks/", "tests/evaluators/cli/",
                 "tests/builders/publish/test_cards.py", "tests/builders/core/test_provenance.py",
                 "tests/evaluators/exports/test_lm_eval_export.py",
                 "tests/evaluators/exports/test_lm_pub_quiz_export.py",
-                "tests/probes/engine/test_scale.py",
+                "tests/probes/engine/test_scale.py", "tests/probes/engine/test_device_map_runs.py",
                 "tests/planted/")
 
 

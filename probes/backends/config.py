@@ -12,6 +12,7 @@ from pathlib import Path
 
 from factprobe.core.argtypes import positive
 from factprobe.core.errors import UserError
+from factprobe.probes.backends import placement
 
 DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 
@@ -31,12 +32,29 @@ class BackendConfig:
     add_bos: bool | None = None
     prefix_cache: bool = True        # reuse the key/value cache of shared prefixes
     kind: str = "hf-causal"          # a key of factprobe.probes.backends.KINDS: which backend loads it
+    # One model over several devices (placement.py): accelerate's mode (auto, balanced,
+    # balanced_low_0, sequential) or the JSON file's name, whose map is device_map_modules
+    device_map: str | None = None
+    device_map_modules: tuple[tuple[str, str], ...] = ()
+    max_memory: tuple[tuple[str, int], ...] = ()   # (GPU number | cpu | mps, bytes)
+    offload_folder: str | None = None
+
+    # the placement fields, left out of run.json's backend block when unset: a run without
+    # them writes the bytes it wrote before they existed
+    PLACEMENT = ("device_map", "device_map_modules", "max_memory", "offload_folder")
 
 
 def _device(value: str) -> str:
     if not DEVICE.match(value):
         raise argparse.ArgumentTypeError(f"{value!r}: use auto, cpu, cuda, cuda:N or mps")
     return value
+
+
+def _max_memory(value: str) -> tuple[tuple[str, int], ...]:
+    try:
+        return placement.parse_max_memory(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_flags(g) -> None:
@@ -58,6 +76,16 @@ def add_flags(g) -> None:
                    "is what vLLM sends; run.json records the choice")
     g.add_argument("--no-prefix-cache", action="store_true",
                    help="compute every sequence in full (slower; for checking)")
+    g.add_argument("--device-map", metavar="MODE|FILE.json",
+                   help="spread one model over several devices with accelerate: auto, "
+                        "balanced, balanced_low_0, sequential, or a JSON object of module "
+                        "names to devices (docs/scaling.md)")
+    g.add_argument("--max-memory", type=_max_memory, metavar="0:70GiB,cpu:200GiB",
+                   help="with --device-map auto|balanced|...: memory each device may hold "
+                        "(GPU numbers, cpu, mps); what does not fit goes to disk")
+    g.add_argument("--offload-folder", metavar="DIR",
+                   help="with --device-map: where layers kept on disk go (factprobe makes "
+                        "a folder of its own inside and removes it at the end)")
 
 
 def from_args(args, kind: str) -> BackendConfig:
@@ -71,4 +99,44 @@ def from_args(args, kind: str) -> BackendConfig:
     return BackendConfig(model=args.model, revision=args.revision, dtype=args.dtype or "auto",
                          device=args.device or "auto", batch_size=args.batch_size or 32,
                          trust_remote_code=args.trust_remote_code, add_bos=args.add_bos,
-                         prefix_cache=not args.no_prefix_cache, kind=kind)
+                         prefix_cache=not args.no_prefix_cache, kind=kind,
+                         **_placement(args))
+
+
+def _outside_run(offload: str, out: str) -> None:
+    """The offload folder may not lie in the run's folder or its checkpoints (``.OUT.partial``,
+    probes/engine/runner.py): both are factprobe's to replace, and a folder of offloaded
+    weights inside --out would make it a folder factprobe did not write."""
+    where, run = Path(offload).resolve(), Path(out).resolve()
+    for taken in (run, run.with_name(f".{run.name}.partial")):
+        if where == taken or taken in where.parents:
+            raise UserError(f"--offload-folder {offload} is inside the run's own folder "
+                            f"{taken.name}, which factprobe replaces; give a folder elsewhere")
+
+
+def _placement(args) -> dict:
+    """The placement flags, checked together (each alone is checked by its parser)."""
+    device_map = getattr(args, "device_map", None)
+    max_memory = getattr(args, "max_memory", None)
+    offload = getattr(args, "offload_folder", None)
+    if device_map is None:
+        for flag, value in (("--max-memory", max_memory), ("--offload-folder", offload)):
+            if value is not None:
+                raise UserError(f"{flag} places a model over devices: it needs --device-map "
+                                f"(auto, for instance)")
+        return {}
+    if args.device is not None:
+        raise UserError(f"--device {args.device} and --device-map {device_map}: give one (a "
+                        f"device map names its devices itself)")
+    if offload is not None and not offload.strip():
+        raise UserError("--offload-folder is empty: give a folder, or drop it")
+    if offload is not None and getattr(args, "out", None):
+        _outside_run(offload, args.out)
+    modules: tuple = ()
+    if device_map not in placement.MODES:
+        modules = placement.read_map_file(device_map)
+        if max_memory:
+            raise UserError(f"--max-memory applies to --device-map {'|'.join(placement.MODES)};"
+                            f" a map file ({device_map}) places every module itself: drop one")
+    return {"device_map": device_map, "device_map_modules": modules,
+            "max_memory": max_memory or (), "offload_folder": offload}

@@ -32,12 +32,17 @@ class HFBackend:
         config, model = self.config, self.model
         settings = asdict(config)
         del settings["kind"]   # run.json's backend block predates kinds; the kind follows
-        return {"backend": settings,                # from the method, which run.json names
-                "model": {"name": config.model, "type": model.config.model_type,
-                          "revision": config.revision or getattr(model.config, "_commit_hash",
-                                                                 None),
-                          "parameters": int(sum(p.numel() for p in model.parameters())),
-                          "device": self.device, "dtype": str(next(model.parameters()).dtype)}}
+        for key in config.PLACEMENT:     # from the method, which run.json names
+            if not settings[key]:
+                del settings[key]
+        described = {"name": config.model, "type": model.config.model_type,
+                     "revision": config.revision or getattr(model.config, "_commit_hash", None),
+                     "parameters": int(sum(p.numel() for p in model.parameters())),
+                     "device": self.device, "dtype": str(next(model.parameters()).dtype)}
+        placed = getattr(model, "hf_device_map", None)
+        if config.device_map and placed:
+            described["device_map"] = {m: str(d) for m, d in placed.items()}
+        return {"backend": settings, "model": described}
 
     def identity(self) -> dict:
         from factprobe.probes.backends.identity import model_identity

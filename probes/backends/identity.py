@@ -6,7 +6,11 @@ so the identity is made of what decides the numbers:
 
 - the model's files: a content hash of every file ``from_pretrained`` may read in a local
   folder (weights, config, tokenizer), or the commit of a Hub snapshot;
-- the revision asked for, the dtype and the device the weights were loaded in;
+- the revision asked for, the dtype and the device the weights compute on; for a model spread
+  over devices (``--device-map``), the devices its layers compute on, not where each layer's
+  weights are kept: a layer computes the same numbers whether its weights sit on the GPU, in
+  CPU memory or on disk (accelerate streams them to the GPU), so a run resumes under another
+  map over the same kind of devices, and starts over on another kind;
 - the backend settings that change numbers (batch size, BOS, prefix cache, remote code);
 - the versions of the libraries that compute them (torch, transformers, tokenizers).
 
@@ -88,12 +92,24 @@ def _versions() -> dict[str, str]:
     return out
 
 
-def _device(backend) -> str:
-    device = str(backend.device)
+def _device_name(backend, device: str) -> str:
     if device.startswith("cuda"):
         # Two GPUs of one kind compute alike; another kind may not, in the last bits.
         return f"cuda:{backend.torch.cuda.get_device_name(backend.torch.device(device))}"
     return device.split(":")[0]
+
+
+def _device(backend) -> str:
+    placed = getattr(backend.model, "hf_device_map", None)
+    if not backend.config.device_map or not placed:
+        return _device_name(backend, str(backend.device))
+    from factprobe.probes.backends.placement import compute_devices
+    names: list[str] = []
+    for device in compute_devices(placed):
+        name = _device_name(backend, device)
+        if name not in names:
+            names.append(name)
+    return "+".join(sorted(names))
 
 
 def model_identity(config: BackendConfig, backend, *, masked: bool = False,

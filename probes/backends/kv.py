@@ -55,8 +55,13 @@ def select(cache, index: list[int], extra: int = 0) -> DynamicCache:
     """A new cache holding the given rows of ``cache`` (repeats allowed), with room for
     ``extra`` more tokens per row."""
     kv = [(layer.keys, layer.values) for layer in cache.layers]
-    idx = torch.tensor(index, dtype=torch.long, device=kv[0][0].device)
+    # a model split over devices (--device-map) keeps each layer's cache on that layer's
+    # device: the index goes to each device once
+    idx = {}
+    for k, _ in kv:
+        if k.device not in idx:
+            idx[k.device] = torch.tensor(index, dtype=torch.long, device=k.device)
     out = _empty_like(kv)
-    out.layers = [BufferedLayer(k.index_select(0, idx), v.index_select(0, idx), extra)
-                  for k, v in kv]
+    out.layers = [BufferedLayer(k.index_select(0, idx[k.device]),
+                                v.index_select(0, idx[k.device]), extra) for k, v in kv]
     return out

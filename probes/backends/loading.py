@@ -113,8 +113,7 @@ def load_model(config: BackendConfig, *, masked: bool = False):
     from transformers.utils import logging as hf_logging
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
-    device = pick_device(config.device)
-    dtype = pick_dtype(config.dtype, device)
+    device = pick_device(config.device) if not config.device_map else None
     where = config.model
     local = Path(where).is_dir()
     if local:
@@ -140,13 +139,45 @@ def load_model(config: BackendConfig, *, masked: bool = False):
         other = "causal" if masked else "masked"
         raise UserError(f"model {where!r} ({model_config.model_type}) is not a {kind} language "
                         f"model; this method needs a {kind} LM (it looks like a {other} one)")
+    placed: dict = {}
+    if config.device_map:
+        import logging
+
+        from factprobe.probes.backends import placement
+        # accelerate warns that offloaded weights sit on the meta device: that is the request
+        logging.getLogger("accelerate").setLevel(logging.ERROR)
+        # --dtype auto follows the device that computes, as with --device
+        dtype = pick_dtype(config.dtype, placement.planned_main_device(config))
+        try:
+            import accelerate  # noqa: F401
+        except ImportError:
+            raise UserError("--device-map needs accelerate: pip install 'factprobe[models]' "
+                            "(or pip install accelerate)") from None
+        try:
+            device_map = placement.resolve(config, model_config, auto, dtype)
+        except UserError:
+            raise
+        except Exception as exc:  # noqa: BLE001 (accelerate and the model's own code)
+            raise UserError(f"--device-map {config.device_map}: accelerate cannot place "
+                            f"model {where!r} ({_first_line(exc)[:200]})") from None
+        placed = {"device_map": device_map}
+        if config.offload_folder and "disk" in device_map.values():
+            placed["offload_folder"] = placement.offload_dir(config.offload_folder)
+    else:
+        dtype = pick_dtype(config.dtype, device)
     tokenizer = _load("tokenizer", where, local, config.revision,
                       lambda: AutoTokenizer.from_pretrained(where, **kwargs))
     if len(tokenizer) <= len(tokenizer.all_special_tokens):
         raise UserError(f"the tokenizer of {where!r} has an empty vocabulary; save the "
                         f"model's own tokenizer beside it (tokenizer.save_pretrained)")
     model = _load("weights", where, local, config.revision,
-                  lambda: auto.from_pretrained(where, dtype=dtype, **kwargs))
-    model.to(device)
+                  lambda: auto.from_pretrained(where, dtype=dtype, **placed, **kwargs))
+    if placed:
+        # accelerate's hooks move every block's inputs; the token ids start where the
+        # embeddings compute
+        from factprobe.probes.backends.placement import input_device
+        device = input_device(model, placed["device_map"])
+    else:
+        model.to(device)
     model.eval()
     return model, tokenizer, device

@@ -23,6 +23,7 @@ from factprobe.core.errors import UserError
 from factprobe.probes.backends.base import BackendKind
 from factprobe.probes.backends.config import BackendConfig
 from factprobe.probes.backends.identity import describe_change
+from factprobe.probes.backends.placement import replica_config
 from factprobe.probes.engine.checkpoints import ChunkStats
 from factprobe.probes.engine.executors import (
     ExecutorConfig,
@@ -81,6 +82,12 @@ class Replica:
         self._count = self._count or token_counter(self.backend)
         return [chunk_tokens(c, self._count) for c in chunks]
 
+    def release(self) -> None:
+        """Before the driver kills this replica: remove the offload folder its model made
+        (a killed process runs no exit handlers)."""
+        from factprobe.probes.backends.placement import remove_offload_dirs
+        remove_offload_dirs()
+
     def run(self, stage_name: str, kind: str, chunk: list) -> tuple[list[dict], ChunkStats]:
         self.calls += 1
         if self.exit_hook and self.calls == 2:
@@ -123,6 +130,8 @@ class RayExecutor:
         actor = ray.remote(Replica).options(
             num_cpus=cfg.cpus_per_replica, num_gpus=cfg.gpus_per_replica,
             max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS)
+        backend_cfg = replica_config(backend_cfg, cfg.gpus_per_replica)
+        self.offloads = bool(getattr(backend_cfg, "offload_folder", None))
         self.replicas = [actor.remote(kind.load, backend_cfg, cfg.cpus_per_replica,
                                       os.environ.get(EXIT_HOOK))
                          for _ in range(cfg.replicas)]
@@ -218,6 +227,11 @@ class RayExecutor:
                 "cpus_per_replica": cfg.cpus_per_replica, "per_replica": self.per_replica}
 
     def close(self) -> None:
+        if getattr(self, "offloads", False):
+            # bounded: a replica still computing a chunk (the driver interrupted) answers
+            # only after it, and a stop must not wait for that
+            with contextlib.suppress(Exception):  # a replica already gone has nothing to free
+                self.ray.get([r.release.remote() for r in self.replicas], timeout=10)
         for r in self.replicas:
             with contextlib.suppress(Exception):   # a replica already gone needs no killing
                 self.ray.kill(r)
