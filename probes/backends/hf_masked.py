@@ -60,6 +60,15 @@ class HFMasked(HFBackend):
     def request_tokens(self, request) -> int:
         return 0   # never compared: max_length is None
 
+    def check_fits(self, tokens: int, prompt: str) -> None:
+        """A text longer than the model's positions is a user error (a subject of a
+        thousand words), not a tensor-size traceback."""
+        limit = getattr(self.model.config, "max_position_embeddings", None)
+        if isinstance(limit, int) and tokens > limit:
+            raise UserError(f"a fill-mask text is {tokens} tokens, more than the {limit} "
+                            f"positions of model {self.config.model!r}: {prompt[:60]!r}...; "
+                            f"shorten the dataset's names or templates")
+
     def fill_mask(self, requests: Sequence[MaskRequest], progress=None) -> list[Masked]:
         each = [i for i, r in enumerate(requests) if r.mask_each_from is not None]
         if not each:
@@ -84,6 +93,7 @@ class HFMasked(HFBackend):
         at = [i for i, ((a, b), special) in enumerate(zip(enc["offset_mapping"],
                                                           enc["special_tokens_mask"]))
               if not special and b > a and a >= request.mask_each_from]
+        self.check_fits(len(enc["input_ids"]), request.prompt)
         return list(enc["input_ids"]), at
 
     def _mask_each(self, requests: Sequence[MaskRequest], progress=None) -> list[Masked]:
@@ -131,6 +141,8 @@ class HFMasked(HFBackend):
                     raise UserError(f"a fill-mask prompt needs exactly one {MASK}: {r.prompt!r}")
                 texts.append(r.prompt.replace(MASK, self.tok.mask_token))
             enc = self.tok(texts, return_tensors="pt", padding=True).to(self.device)
+            for r, n in zip(chunk, enc["attention_mask"].sum(dim=1).tolist()):
+                self.check_fits(int(n), r.prompt)
             with torch.inference_mode():
                 logits = self.model(**enc).logits
             self.tokens_computed += int(enc["attention_mask"].sum())

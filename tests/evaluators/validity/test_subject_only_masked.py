@@ -33,18 +33,22 @@ def _facts() -> pd.DataFrame:
          "answers": [o], "split": "test", "source": ""} for i, (s, o) in enumerate(PAIRS)])
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory, tiny_masked_dir):
+def _dataset(folder, facts: pd.DataFrame) -> None:
     from factprobe.builders.templates.files import TEMPLATES_SCHEMA
-    root = tmp_path_factory.mktemp("subject-only-masked")
     templates = pa.table({"template_id": ["cap/m1", "cap/m2"], "relation_id": ["cap", "cap"],
                           "template": ["The capital of [X] is [Y].",
                                        "What is the capital of [X]? [Y]."],
                           "style": ["statement", "question"], "origin": ["manual"] * 2,
                           "parent_id": ["", ""]}, schema=TEMPLATES_SCHEMA)
-    write_dataset(root / "mp", {"facts": pa.Table.from_pandas(_facts(), preserve_index=False),
-                                "templates": templates},
+    write_dataset(folder, {"facts": pa.Table.from_pandas(facts, preserve_index=False),
+                           "templates": templates},
                   base_manifest("mp", "multiprompt", {}, {}, {}))
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, tiny_masked_dir):
+    root = tmp_path_factory.mktemp("subject-only-masked")
+    _dataset(root / "mp", _facts())
     planted = {"planted": ["f0", "f1", "f2"], "held_out": ["f3", "f4", "f5"]}
     shutil.copytree(tiny_masked_dir, root / "model")
     (root / "model" / "planted.json").write_text(json.dumps(planted), encoding="utf-8")
@@ -204,3 +208,15 @@ def test_the_report_and_page_show_it(world, tmp_path):
     assert not np.isnan(belief["own_auroc_value"].iloc[0])
     page = (tmp_path / "rep" / "index.html").read_text()
     assert "period_auroc_value" in page
+
+
+def test_a_subject_longer_than_the_model_is_one_line_not_a_traceback(world, tmp_path):
+    from tests.evaluators.cli.test_cli import assert_user_error
+    root, _ = world
+    facts = _facts()
+    facts.loc[3, "subject"] = "ab cd " * 300          # 600 words: more than 512 positions
+    _dataset(tmp_path / "mp", facts)
+    proc = run("eval", "belief", "--dataset", str(tmp_path / "mp"), "--model",
+               str(root / "model"), "--max-names", "1", "--out", str(tmp_path / "o"))
+    assert_user_error(proc, "more than the 512 positions", "shorten the dataset's names")
+    assert not (tmp_path / "o" / "metrics.json").exists()
