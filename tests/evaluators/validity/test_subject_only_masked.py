@@ -207,7 +207,12 @@ def test_the_report_and_page_show_it(world, tmp_path):
     assert len(belief) == 1 and not np.isnan(belief["period_auroc_value"].iloc[0])
     assert not np.isnan(belief["own_auroc_value"].iloc[0])
     page = (tmp_path / "rep" / "index.html").read_text()
-    assert "period_auroc_value" in page
+    # the page carries BELIEF's two cells as report.md writes them
+    from factprobe.evaluators.report.markdown import fmt
+    for short in ("period", "own"):
+        cell = fmt(*(belief[f"{short}_auroc_{f}"].iloc[0] for f in ("value", "ci_low",
+                                                                   "ci_high")))
+        assert f'"{short}_auroc":"{cell}"' in page and cell in text
 
 
 def test_a_subject_longer_than_the_model_is_one_line_not_a_traceback(world, tmp_path):
