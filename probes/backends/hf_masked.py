@@ -83,8 +83,8 @@ class HFMasked(HFBackend):
         included), and the positions to mask one at a time: the tokens that start at or after
         ``mask_each_from``."""
         if MASK in request.prompt:
-            raise UserError(f"a pseudo-log-likelihood text holds no {MASK}: "
-                            f"{request.prompt!r}")
+            raise UserError(f"a pseudo-log-likelihood text must hold no {MASK} (each of its "
+                            f"tokens is masked in turn): {request.prompt!r}")
         if not self.tok.is_fast:
             raise UserError(f"model {self.config.model!r} has a slow tokenizer without "
                             f"character offsets; the subject-only check needs a fast one")

@@ -176,7 +176,7 @@ def test_golden_requests():
 def test_a_pseudo_log_likelihood_text_with_a_mask_is_refused(tiny_masked_dir):
     from factprobe.core.errors import UserError
     backend = load_backend(BackendConfig(str(tiny_masked_dir), kind="hf-masked"))
-    with pytest.raises(UserError, match="holds no"):
+    with pytest.raises(UserError, match="must hold no"):
         backend.fill_mask([MaskRequest(f"a {MASK} b", mask_each_from=0)])
 
 
