@@ -30,7 +30,6 @@ every method's metrics, which read their own stages, never see them.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import pandas as pd
@@ -138,9 +137,7 @@ def subject_scores(outputs: pd.DataFrame) -> pd.DataFrame:
     rows = outputs[outputs["stage"] == STAGE]
     if rows.empty:
         return pd.DataFrame(columns=cols)
-    # no token to read (a masked model whose "." merges with the subject): no score, not 0
-    vals = [math.nan if lp is None or not len(lp) else
-            float(sum(lp) / len(lp)) if s == SCORES[1] else float(sum(lp))
+    vals = [float(sum(lp) / len(lp)) if s == SCORES[1] and len(lp) else float(sum(lp))
             for s, lp in zip(rows["subject_score"], rows["token_logprobs"])]
     wide = rows.assign(v=vals).pivot_table(index=["relation_id", "fact_id"],
                                            columns="subject_score", values="v",

@@ -16,7 +16,7 @@ import pytest
 from factprobe.core.tables import base_manifest, write_dataset
 from factprobe.probes.backends import BackendConfig, load_backend
 from factprobe.probes.requests import MASK, MaskRequest
-from factprobe.probes.subject_only import STAGE, masked_requests, subject_scores
+from factprobe.probes.subject_only import STAGE, subject_scores
 from tests.evaluators.cli.test_eval_cli import run
 
 # Names the tiny masked model's vocabulary (tests/conftest.py TEXT, 400 WordPiece tokens)
@@ -159,6 +159,7 @@ def test_the_period_reading_is_the_fill_mask_probability_of_a_period(tiny_masked
 
 
 def test_golden_requests():
+    from factprobe.probes.subject_only import masked_requests
     facts = _facts()
     facts.loc[5, "split"] = "train"                      # in-context facts are never asked
     reqs = masked_requests(facts, {"planted": ["f0", "f5"], "held_out": ["f3"]})
