@@ -90,9 +90,12 @@ class HFMasked(HFBackend):
                             f"character offsets; the subject-only check needs a fast one")
         enc = self.tok(request.prompt, return_offsets_mapping=True,
                        return_special_tokens_mask=True)
+        start, text = request.mask_each_from, request.prompt
+        # a token from ``start`` on; one whose offsets take in the space before it (byte-level
+        # BPE without trimmed offsets: "ĠLima" from the space) counts from its word
         at = [i for i, ((a, b), special) in enumerate(zip(enc["offset_mapping"],
                                                           enc["special_tokens_mask"]))
-              if not special and b > a and a >= request.mask_each_from]
+              if not special and b > max(a, start) and not text[a:start].strip()]
         self.check_fits(len(enc["input_ids"]), request.prompt)
         return list(enc["input_ids"]), at
 
