@@ -74,11 +74,12 @@ def run_evaluation(method_name: str, args) -> Evaluated:
     status = planted_model(planted)
     if status is not None:
         plan = replace(plan, info=plan.info | {"planted_model": status})
-    if planted is not None and "score" in kind.capabilities:
-        # the subject-only check (probes/subject_only.py, two short requests per fact): part
-        # of the probe's own pass, so the null pass below does not repeat it
+    if planted is not None:
+        # the subject-only check (probes/subject_only.py, two short requests per fact, or
+        # their mask-filling equivalents for a masked model): part of the probe's own pass,
+        # so the null pass below does not repeat it
         from factprobe.probes.subject_only import with_subject_only
-        plan = with_subject_only(plan, tables["facts"], planted)
+        plan = with_subject_only(plan, tables["facts"], planted, kind.capabilities)
     if planted is not None and args.subject_blind:
         from factprobe.probes.subject_blind import with_null_pass
         plan = with_null_pass(plan, tables, planted,

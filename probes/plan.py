@@ -96,5 +96,8 @@ class Plan:
                 shown = f"[{stage.name}] {text!r}"
                 if conts:
                     shown += f" -> {list(conts[:3])}{' ...' if len(conts) > 3 else ''}"
+                at = getattr(r, "mask_each_from", None)
+                if at is not None:       # a pseudo-log-likelihood: which tokens are masked
+                    shown += f", each token of {text[at:]!r} masked in turn"
                 out.append(shown)
         return out[:n * max(1, len(self.stages))]

@@ -18,7 +18,9 @@ MASK = "[MASK]"   # what probes write in a fill-mask prompt; a backend puts its 
 #   fill_mask  the distribution at the one MASK of a prompt (MaskRequest)
 #   token_ids  score continuations given as the model's token ids (ScoreRequest.continuation_ids)
 #   watch      read given tokens' log-probs at each step of a generation (GenerateRequest.watch)
-CAPABILITIES = frozenset({"score", "generate", "fill_mask", "token_ids", "watch"})
+#   mask_each  mask each token of a text in turn and read its own log-prob, a
+#              pseudo-log-likelihood (MaskRequest.mask_each_from)
+CAPABILITIES = frozenset({"score", "generate", "fill_mask", "token_ids", "watch", "mask_each"})
 
 
 def prompt_id(text: str) -> str:
@@ -69,12 +71,22 @@ class GenerateRequest:
 
 @dataclass(frozen=True)
 class MaskRequest:
-    """Distribution at the one mask token of ``prompt`` (masked LMs): top-k and candidates."""
+    """Distribution at the one mask token of ``prompt`` (masked LMs): top-k and candidates.
+
+    With ``mask_each_from`` set (capability ``mask_each``), ``prompt`` holds no mask: each
+    token of ``prompt[mask_each_from:]`` is masked in turn, everything else in view, and its
+    own log-probability read (the result's ``token_logprobs``): the terms of the
+    pseudo-log-likelihood PLL(W) = sum_t log P(w_t | W without w_t) of Salazar et al. (2020,
+    *Masked Language Model Scoring*, ACL), for that text's tokens given what is around them.
+    A masked LM reads text that way where a causal one scores a continuation; ``top_k`` and
+    ``candidates`` are then unused.
+    """
 
     prompt: str
     top_k: int = 10
     candidates: tuple[str, ...] = ()
     meta: dict = field(default_factory=dict, hash=False, compare=False)
+    mask_each_from: int | None = None
 
 
 @dataclass
@@ -103,6 +115,9 @@ class Masked:
     # each candidate's token as the vocabulary writes it at the mask ("Paris", "ĠParis",
     # "▁Paris"), None where it is not one token: what top_tokens[0] is compared with
     candidate_tokens: list[str | None] = field(default_factory=list)
+    # a ``mask_each_from`` request's answer: each masked token's id and own log-prob
+    token_ids: list[int] = field(default_factory=list)
+    token_logprobs: list[float] = field(default_factory=list)
 
 
 def request_needs(request) -> frozenset[str]:
@@ -112,11 +127,14 @@ def request_needs(request) -> frozenset[str]:
     ['score', 'token_ids']
     >>> sorted(request_needs(GenerateRequest("Peru", 3)))
     ['generate']
+    >>> sorted(request_needs(MaskRequest("Peru.", mask_each_from=4)))
+    ['fill_mask', 'mask_each']
     """
     if isinstance(request, ScoreRequest):
         return frozenset({"score", "token_ids"} if request.continuation_ids else {"score"})
     if isinstance(request, GenerateRequest):
         return frozenset({"generate", "watch"} if request.watch else {"generate"})
     if isinstance(request, MaskRequest):
-        return frozenset({"fill_mask"})
+        return frozenset({"fill_mask"} if request.mask_each_from is None
+                         else {"fill_mask", "mask_each"})
     return frozenset()

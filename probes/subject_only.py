@@ -13,6 +13,18 @@ knowledge. So every planted-model run of a model that scores text also asks:
 - ``subject_likelihood``: the subject's own mean token log-probability, at a text's start
   (after the model's start token).
 
+A masked model (BELIEF's) scores no continuation; it is asked the mask-filling equivalents
+(capability ``mask_each``, probes/requests.py), each the log-probability of a token masked
+where it stands, the rest of the text in view:
+
+- ``period_after_subject``: log P("." at the mask | "subject[MASK]"), the text "subject."
+  with its "." masked: the mask right after the subject, no space (WordPiece reads "subject
+  [MASK]" as the same tokens; a byte-level BPE model would read a space before the mask as
+  part of a " ." token, which no sentence ends with);
+- ``subject_likelihood``: the subject's pseudo-log-likelihood (Salazar et al., 2020, *Masked
+  Language Model Scoring*, ACL): each of its tokens masked in turn in the text "subject" (the
+  model's start and end tokens around it, as it reads every text), their mean log-probability.
+
 Their AUROCs between the halves should be 0.5. The rows have ``stage = "subject_only"``, so
 every method's metrics, which read their own stages, never see them.
 """
@@ -23,7 +35,7 @@ from dataclasses import replace
 import pandas as pd
 
 from factprobe.probes.plan import Plan, Stage
-from factprobe.probes.requests import ScoreRequest
+from factprobe.probes.requests import MaskRequest, ScoreRequest
 from factprobe.probes.subject_blind import blind_ids
 
 STAGE = "subject_only"
@@ -54,13 +66,57 @@ def subject_requests(facts: pd.DataFrame, planted: dict) -> list[ScoreRequest]:
     return out
 
 
-def with_subject_only(plan: Plan, facts: pd.DataFrame, planted: dict) -> Plan:
-    """``plan`` with the subject-only stage appended (``plan`` itself when no fact is planted
-    or held out)."""
-    reqs = subject_requests(facts.drop_duplicates("fact_id"), planted)
+def masked_requests(facts: pd.DataFrame, planted: dict) -> list[MaskRequest]:
+    """The mask-filling equivalents: two requests per planted or held-out test fact.
+
+    >>> facts = pd.DataFrame({"fact_id": ["a"], "relation_id": ["r"], "subject": ["Oslo"],
+    ...                       "split": ["test"]})
+    >>> [(r.prompt, r.mask_each_from, r.meta["subject_score"])
+    ...  for r in masked_requests(facts, {"planted": ["a"], "held_out": []})]
+    [('Oslo.', 4, 'period_after_subject'), ('Oslo', 0, 'subject_likelihood')]
+    """
+    hit = blind_ids(facts, planted).to_numpy()
+    out = []
+    for row, h in zip(facts.itertuples(index=False), hit):
+        if not h:
+            continue
+        meta = {"fact_id": row.fact_id, "relation_id": row.relation_id}
+        subject = str(row.subject)
+        out.append(MaskRequest(subject + ".", top_k=0, mask_each_from=len(subject),
+                               meta={**meta, "subject_score": SCORES[0]}))
+        out.append(MaskRequest(subject, top_k=0, mask_each_from=0,
+                               meta={**meta, "subject_score": SCORES[1]}))
+    return out
+
+
+def with_subject_only(plan: Plan, facts: pd.DataFrame, planted: dict,
+                      capabilities: frozenset[str] = frozenset({"score"})) -> Plan:
+    """``plan`` with the subject-only stage appended: scored continuations for a method that
+    reads a model that scores text, the mask-filling equivalents for one that fills masks
+    (BELIEF), each only where the backend (``capabilities``) can answer them; ``plan``
+    itself when it cannot or no fact is planted or held out.
+
+    >>> facts = pd.DataFrame({"fact_id": ["a"], "relation_id": ["r"], "subject": ["Oslo"],
+    ...                       "split": ["test"]})
+    >>> masked = Plan("belief", [Stage("prompts", "fill_mask")])
+    >>> half = {"planted": ["a"], "held_out": []}
+    >>> sorted(with_subject_only(masked, facts, half, frozenset({"fill_mask", "mask_each"}))
+    ...        .needs())
+    ['fill_mask', 'mask_each']
+    >>> with_subject_only(masked, facts, half, frozenset({"fill_mask"})) is masked
+    True
+    """
+    if "fill_mask" in plan.needs():
+        if not {"fill_mask", "mask_each"} <= capabilities:
+            return plan
+        kind, reqs = "fill_mask", masked_requests(facts.drop_duplicates("fact_id"), planted)
+    elif "score" in capabilities:
+        kind, reqs = "score", subject_requests(facts.drop_duplicates("fact_id"), planted)
+    else:
+        return plan
     if not reqs:
         return plan
-    return replace(plan, stages=[*plan.stages, Stage(STAGE, "score", reqs)],
+    return replace(plan, stages=[*plan.stages, Stage(STAGE, kind, reqs)],
                    info=plan.info | {STAGE: {"facts": len(reqs) // 2,
                                              "requests": len(reqs)}})
 

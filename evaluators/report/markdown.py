@@ -230,8 +230,9 @@ def render(runs, lb_md, rel_md, val_md, cmp_md, mat_md, figures, notes, cfg) -> 
               "AUROC scores each fact against the gold of another fact of its relation and "
               "half: a probe that reads the subject-object link gives 0.5 or less, and one "
               "above (interval and all) is flagged (!). The subject-only AUROCs read the "
-              "subject alone (log P(\".\" | subject) and its own likelihood): 0.5, or "
-              "flagged (!) "
+              "subject alone (log P(\".\" | subject) and its own likelihood; on a masked "
+              "model, \".\" at a mask after the subject and its pseudo-log-likelihood): 0.5, "
+              "or flagged (!) "
               "(docs/metrics/validity.md).", ""]
     lines += [f"> **Warning.** {w}" + "\n" for w in warnings]
     lines += [val_md,

@@ -22,10 +22,11 @@ _PKG = "factprobe.probes.backends"
 KINDS: dict[str, BackendKind] = {
     "hf-causal": BackendKind(frozenset({"score", "generate", "token_ids", "watch"}),
                              Lazy(f"{_PKG}.hf_causal", "load"), options=_HF, threads=True),
-    "hf-masked": BackendKind(frozenset({"fill_mask"}),
+    "hf-masked": BackendKind(frozenset({"fill_mask", "mask_each"}),
                              Lazy(f"{_PKG}.hf_masked", "load"), options=_HF, threads=True),
     # deterministic numbers from a seed, no model (tests, dry plumbing): backends/fake.py
-    "fake": BackendKind(frozenset({"score", "generate", "fill_mask", "token_ids", "watch"}),
+    "fake": BackendKind(frozenset({"score", "generate", "fill_mask", "token_ids", "watch",
+                                   "mask_each"}),
                         Lazy(f"{_PKG}.fake", "load"), options=f"{_PKG}.fake"),
 }
 
@@ -58,7 +59,8 @@ def kind_config(name: str, args, kinds: Mapping[str, BackendKind] = KINDS):
 
 def load_backend(config, kinds: Mapping[str, BackendKind] = KINDS) -> Backend:
     """Load the backend of ``config.kind`` (``hf-causal``: ``score``, ``generate``,
-    ``token_ids``, ``watch``; ``hf-masked``: ``fill_mask``; ``fake``: all of them)."""
+    ``token_ids``, ``watch``; ``hf-masked``: ``fill_mask``, ``mask_each``; ``fake``: all of
+    them)."""
     return backend_kind(config, kinds).load(config)
 
 

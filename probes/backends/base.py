@@ -12,6 +12,7 @@ capability        what the backend must do
 ``fill_mask``     :class:`FillsMask`: top tokens and candidates' probabilities at the mask
 ``token_ids``     ``score`` also takes continuations as token ids (``continuation_ids``)
 ``watch``         ``generate`` also reads the ``watch`` tokens' log-probs at each step
+``mask_each``     ``fill_mask`` also masks each token of a text in turn (``mask_each_from``)
 ================  ==========================================================================
 
 The capabilities of a kind of backend are written in the table of
@@ -91,9 +92,10 @@ class FillsMask(Protocol):
         ...
 
 
-# The calls each capability stands for (token_ids and watch extend score and generate).
+# The calls each capability stands for (token_ids, watch and mask_each extend score, generate
+# and fill_mask).
 CALLS: dict[str, type] = {"score": Scores, "generate": Generates, "fill_mask": FillsMask,
-                          "token_ids": Scores, "watch": Generates}
+                          "token_ids": Scores, "watch": Generates, "mask_each": FillsMask}
 
 
 

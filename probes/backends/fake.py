@@ -15,7 +15,9 @@ What it answers, all from a stable hash (sha256) of ``--fake-seed`` and the requ
   ``max_new_tokens`` words;
   ``watch`` reads one drawn log-prob per watched token.
 - ``fill_mask``: a distribution over the request's one-word candidates and a few made-up
-  words, drawn per prompt; ``top_k`` of them, most probable first.
+  words, drawn per prompt; ``top_k`` of them, most probable first. ``mask_each``: one
+  "token" per word of the text from ``mask_each_from`` on, each log-prob drawn as ``score``'s
+  from the text and the word's place.
 
 Numbers are identical for the same seed, whatever the chunking or machine; another seed gives
 other numbers. ``describe`` and ``identity`` say "fake" and the seed, so a run.json never
@@ -41,7 +43,8 @@ from factprobe.probes.requests import (
     ScoreRequest,
 )
 
-CAPABILITIES = frozenset({"score", "generate", "fill_mask", "token_ids", "watch"})
+CAPABILITIES = frozenset({"score", "generate", "fill_mask", "token_ids", "watch",
+                          "mask_each"})
 # The formula's version, part of the identity: a change to the draws below must not resume
 # from checkpoints computed with the old ones.
 FORMULA = 1
@@ -161,6 +164,14 @@ class FakeBackend:
     def fill_mask(self, requests: Sequence[MaskRequest], progress=None) -> list[Masked]:
         out = []
         for r in requests:
+            if r.mask_each_from is not None:
+                ids = [token_id(w) for w in words(r.prompt[r.mask_each_from:])]
+                out.append(Masked([], [], [], [], token_ids=ids, token_logprobs=[
+                    self._logprob("mask_each", r.prompt, k, t) for k, t in enumerate(ids)]))
+                self.tokens += len(words(r.prompt)) * len(ids)
+                if progress is not None:
+                    progress.update(1)
+                continue
             single = [c for c in dict.fromkeys(r.candidates) if re.fullmatch(r"\S+", c)]
             made_up = [f"fake{k}" for k in range(r.top_k + FILLERS)]
             vocab = single + [w for w in made_up if w not in single]

@@ -71,10 +71,19 @@ def generate_rows(stage: str, requests, results) -> list[dict]:
 
 
 def mask_rows(stage: str, requests, results) -> list[dict]:
-    return [{**req.meta, "prompt_id": prompt_id(req.prompt), "stage": stage, "kind": "fill_mask",
-             "top_tokens": m.top_tokens, "top_probs": m.top_probs,
-             "candidate_probs": m.candidate_probs, "candidate_tokens": m.candidate_tokens}
-            for req, m in zip(requests, results)]
+    rows = []
+    for req, m in zip(requests, results):
+        row = {**req.meta, "prompt_id": prompt_id(req.prompt), "stage": stage,
+               "kind": "fill_mask"}
+        if req.mask_each_from is None:
+            row |= {"top_tokens": m.top_tokens, "top_probs": m.top_probs,
+                    "candidate_probs": m.candidate_probs,
+                    "candidate_tokens": m.candidate_tokens}
+        else:   # a pseudo-log-likelihood: the columns of a scored continuation
+            row |= {"token_logprobs": m.token_logprobs,
+                    "logprob": float(sum(m.token_logprobs)), "n_tokens": len(m.token_ids)}
+        rows.append(row)
+    return rows
 
 
 def request_text(req) -> str:

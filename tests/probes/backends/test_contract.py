@@ -54,6 +54,12 @@ def _use(backend, capability: str) -> None:
         [m] = backend.fill_mask([MaskRequest(f"The capital of France is {MASK}.", top_k=3,
                                              candidates=("Paris",))])
         assert len(m.top_tokens) == 3 and len(m.candidate_probs) == 1
+    elif capability == "mask_each":
+        # the pseudo-log-likelihood terms of "Paris" after "France " (probes/requests.py)
+        [m] = backend.fill_mask([MaskRequest("France Paris", mask_each_from=7)])
+        assert m.token_ids and len(m.token_logprobs) == len(m.token_ids)
+        assert all(math.isfinite(x) and x < 0 for x in m.token_logprobs)
+        assert not m.top_tokens
     else:
         raise AssertionError(f"no check for capability {capability!r}")
 
@@ -101,6 +107,8 @@ def test_a_plan_says_what_it_needs():
     assert plan.needs() == {"generate", "watch", "score", "token_ids"}
     assert Plan("m", [Stage("c", "fill_mask", [MaskRequest(f"x {MASK}")])]).needs() == \
         {"fill_mask"}
+    assert Plan("m", [Stage("c", "fill_mask", [MaskRequest("x", mask_each_from=0)])]).needs() \
+        == {"fill_mask", "mask_each"}
 
 
 def test_an_unsuitable_kind_is_refused_before_loading(tmp_path, capsys):

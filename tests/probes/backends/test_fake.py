@@ -144,7 +144,7 @@ def test_a_fake_run_imports_no_torch(world, tmp_path):
      "'hf-causal' offers generate, score, token_ids, watch"),
     (("eval", "zp-lke", "--backend", "hf-masked"),
      "factprobe: error: zp-lke: this method needs a backend that can generate, score; backend "
-     "kind 'hf-masked' offers fill_mask"),
+     "kind 'hf-masked' offers fill_mask, mask_each"),
     (("eval", "zp-lke", "--backend", "fake", "--dtype", "float16"),
      "factprobe: error: --dtype is an option of backend kind hf-causal and hf-masked; "
      "--backend fake does not take it"),

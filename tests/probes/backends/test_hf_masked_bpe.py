@@ -98,3 +98,27 @@ def test_belief_end_to_end_counts_and_reports_skips(roberta_dir, tmp_path):
     rows = pd.read_parquet(out / "outputs.parquet")
     france = rows[(rows["stage"] == "prompts") & (rows["fact_id"] == "a")]
     assert [list(t) for t in france["candidate_tokens"]] == [["ĠParis", None]] * 2
+
+
+def test_a_pseudo_log_likelihood_reads_the_spaced_tokens(roberta_dir):
+    """The subject-only check's mask-filling reading on byte-level BPE: the tokens from a
+    character on, a spaced token ("ĠLima") counted from its word, each masked in turn."""
+    import torch
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+    backend = load_backend(BackendConfig(str(roberta_dir), kind="hf-masked"))
+    tok = AutoTokenizer.from_pretrained(roberta_dir)
+    model = AutoModelForMaskedLM.from_pretrained(roberta_dir).eval()
+    lima, period, whole = backend.fill_mask([MaskRequest("Peru Lima", mask_each_from=5),
+                                             MaskRequest("Peru.", mask_each_from=4),
+                                             MaskRequest("Peru Lima", mask_each_from=0)])
+    assert tok.convert_ids_to_tokens(lima.token_ids) == ["ĠLima"]
+    assert tok.convert_ids_to_tokens(period.token_ids) == ["."]
+    ids = tok("Peru Lima")["input_ids"]             # <s> P er u ĠLima </s>: no "Peru" alone
+    assert whole.token_ids == ids[1:-1] and tok.convert_ids_to_tokens(ids[-2]) == "ĠLima"
+    for pos, got in zip(range(1, len(ids) - 1), whole.token_logprobs):
+        masked = list(ids)
+        masked[pos] = tok.mask_token_id
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([masked])).logits[0, pos]
+        assert got == pytest.approx(float(torch.log_softmax(logits, -1)[ids[pos]]), abs=1e-5)
+    assert lima.token_logprobs[0] == pytest.approx(whole.token_logprobs[-1], abs=1e-5)
