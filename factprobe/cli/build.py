@@ -7,6 +7,9 @@ from factprobe.core.argtypes import count, positive, relation_list
 from factprobe.cli import templates as cli_templates  # templates, misprimes, multiprompt, fktc
 from factprobe.cli.common import cache_dir, network_flags, show_progress
 from factprobe.cli.dump_flags import add_dump_flags, dump_options
+from factprobe.cli import imports as cli_imports
+
+IMPORTS = ("lama", "popqa", "entityquestions", "bear", "pararel")   # the benchmark importers
 
 
 EPILOG_FACTS = """examples:
@@ -19,6 +22,8 @@ EPILOG_FACTS = """examples:
   factprobe build facts --source csv --path triples.csv --relations all --out csv-facts/
   factprobe build facts --source wikidata-dump --path latest-all.json.bz2 \\
       --relations P19,P36,P37 --out wd-facts/
+  factprobe build facts --source popqa --path popQA.tsv --relations all --out popqa-facts/
+  factprobe build facts --source lama --path LAMA/data --relations all --out lama-facts/
 """
 
 
@@ -28,7 +33,8 @@ def _add_facts(sub, common) -> None:
                        epilog=EPILOG_FACTS, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--source", required=True, choices=tuple(SOURCES))
     p.add_argument("--endpoint", help="SPARQL endpoint URL (sparql; overrides wikidata's)")
-    p.add_argument("--path", help="input file or folder (rdf, trex, csv, wikidata-dump)")
+    p.add_argument("--path", help="input file or folder (rdf, trex, csv, wikidata-dump, and the "
+                        "benchmarks lama, popqa, entityquestions, bear, pararel)")
     p.add_argument("--relations", required=True, type=relation_list,
                    help="comma-separated relation ids (P36, prefix:name, full IRI) or 'all'")
     p.add_argument("--limit", type=positive, help="at most N facts per relation")
@@ -58,6 +64,9 @@ def _run_facts(args) -> str:
                       retries=args.retries, progress=show_progress(args),
                       dump=dump_options(args, cache_dir(args)))
     out = build_facts(cfg)
+    if args.source in IMPORTS:
+        from factprobe.cli.imports import facts_note
+        return f"wrote {out}{facts_note(args.source, out)}"
     return f"wrote {out}"
 
 
@@ -203,3 +212,4 @@ def register(subparsers, common: argparse.ArgumentParser) -> None:
     _add_mc(sub, common)
     _add_nobel(sub, common)
     cli_templates.add_commands(sub, common)
+    cli_imports.add_command(sub, common)

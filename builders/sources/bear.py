@@ -1,0 +1,127 @@
+"""BEAR as lm-pub-quiz reads it (Wiland, Ploner and Akbik, 2024, "BEAR: A Unified Framework for
+Evaluating Relational Knowledge in Causal and Masked Language Models", NAACL Findings;
+lm-pub-quiz/BEAR): a folder with ``metadata_relations.json`` (per relation: ``templates``,
+``answer_space_labels``, ``answer_space_ids``) and one ``P<id>.jsonl`` per relation (``sub_id``,
+``sub_label``, ``sub_aliases``, ``obj_id``, ``obj_label``, ``answer_idx``: the object's place in
+the answer space).
+
+Each fact keeps ``answer_idx`` and the relation's answer space (``answer_space``, its labels in
+the published order): the multiple-choice options lm-pub-quiz poses. In BEAR every answer-space
+entry is the object of some instance, so ``factprobe build mc`` draws its distractors from that
+same answer space. ``relation_info.json`` beside the folder (the domains of each relation) gives
+``domains``. The folder's name (``BEAR``, ``BEAR-big``) is recorded as the release.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+
+from factprobe.core.errors import UserError
+from factprobe.builders.datasets.facts import SourceResult
+from factprobe.builders.sources.bench_files import (
+    BenchRows,
+    json_lines,
+    need_folder,
+    relation_files,
+    sha256,
+    text_field,
+    text_list,
+)
+
+METADATA = "metadata_relations.json"
+EXTRA = {"answer_idx": pa.int32(), "answer_space": pa.list_(pa.string()),
+         "domains": pa.list_(pa.string())}
+MAX_METADATA_BYTES = 1 << 28
+
+
+def _json_file(f: Path, what: str) -> dict:
+    if f.stat().st_size > MAX_METADATA_BYTES:
+        raise UserError(f"{f}: {f.stat().st_size} bytes, far more than any {what}")
+    try:
+        data = json.loads(f.read_bytes())
+    except (ValueError, UnicodeDecodeError):
+        raise UserError(f"{f}: not a JSON file; give BEAR's {what} as released") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{f}: a JSON {type(data).__name__}, not an object keyed by relation")
+    return data
+
+
+def metadata(root: Path) -> dict[str, dict]:
+    """metadata_relations.json, each relation's entry checked: templates (texts with [X] and
+    [Y]), answer_space_labels and answer_space_ids (texts, of one length)."""
+    f = root / METADATA
+    if not f.is_file():
+        raise UserError(f"{root} has no {METADATA}; --source bear reads a BEAR folder "
+                        f"(lm-pub-quiz's format: {METADATA} and P<id>.jsonl)")
+    data = _json_file(f, METADATA)
+    for rid, entry in data.items():
+        where = f"{f}: relation {rid}"
+        if not isinstance(entry, dict):
+            raise UserError(f"{where}: not a JSON object")
+        for key in ("templates", "answer_space_labels", "answer_space_ids"):
+            value = entry.get(key)
+            if not isinstance(value, list) or not value or not all(
+                    isinstance(x, str) and x for x in value):
+                raise UserError(f"{where}: field {key!r} is not a non-empty list of texts")
+        if len(entry["answer_space_labels"]) != len(entry["answer_space_ids"]):
+            raise UserError(f"{where}: answer_space_labels has {len(entry['answer_space_labels'])}"
+                            f" entries, answer_space_ids {len(entry['answer_space_ids'])}")
+    return data
+
+
+def read_bear(path: str, relations: list[str] | None, *, limit: int | None = None,
+              skip_bad: bool = False) -> SourceResult:
+    root = need_folder(path, "bear", f"a BEAR folder ({METADATA} and P<id>.jsonl)")
+    meta = metadata(root)
+    info_file = root.parent / "relation_info.json"
+    info = _json_file(info_file, "relation_info.json") if info_file.is_file() else {}
+    rows = BenchRows("bear", relations, EXTRA, limit=limit, skip_bad=skip_bad)
+    files = {f.stem: f for f in relation_files(root)}
+    for rid in (r for r in files if r not in meta):
+        raise UserError(f"{files[rid]}: relation {rid} is not in {root / METADATA}")
+    for rid in meta:
+        f = files.get(rid)
+        if f is None:
+            raise UserError(f"{root / METADATA} names relation {rid}, but {root} has no "
+                            f"{rid}.jsonl")
+        space_ids, space = meta[rid]["answer_space_ids"], meta[rid]["answer_space_labels"]
+        domains = (info.get(rid) or {}).get("domains") if isinstance(info.get(rid), dict) else None
+        domains = [d for d in domains if isinstance(d, str)] if isinstance(domains, list) else []
+        lines = kept = 0
+        for n, obj in json_lines(f, rows):
+            lines = n
+            where = f"{f}:{n}"
+            vals = [text_field(obj, k, where, rows) for k in
+                    ("sub_id", "sub_label", "obj_id", "obj_label")]
+            aliases = text_list(obj, "sub_aliases", where, rows)
+            if None in vals or aliases is None:
+                continue
+            idx = obj.get("answer_idx")
+            if not isinstance(idx, int) or isinstance(idx, bool) or not 0 <= idx < len(space):
+                rows.bad(where, f"field 'answer_idx' is {idx!r}, not a place in the answer "
+                                f"space of {len(space)}")
+                continue
+            if space_ids[idx] != vals[2]:
+                rows.bad(where, f"field 'answer_idx' {idx} points to {space_ids[idx]}, not the "
+                                f"obj_id {vals[2]}")
+                continue
+            if rows.add(rid, {"subject_id": vals[0], "subject": vals[1], "object_id": vals[2],
+                              "object": vals[3], "answer_idx": idx, "answer_space": space,
+                              "domains": domains}):
+                kept += 1
+                rows.take.alias(vals[0], aliases)
+        rows.file_read(f, lines, kept, root)
+    rows.files[METADATA] = {"sha256": sha256(root / METADATA)}
+    if info:
+        rows.files["../relation_info.json"] = {"sha256": sha256(info_file)}
+    return rows.result(root, f"BEAR folder {root.name} (lm-pub-quiz/BEAR)")
+
+
+def bear_templates(path: str) -> tuple[list[tuple[str, str, str]], dict]:
+    """(relation, id, template) of every template of metadata_relations.json, in its order."""
+    root = need_folder(path, "bear", f"a BEAR folder ({METADATA})")
+    meta = metadata(root)
+    return ([(rid, f"b{i}", t) for rid, entry in meta.items()
+             for i, t in enumerate(entry["templates"], start=1)], {METADATA: root / METADATA})
