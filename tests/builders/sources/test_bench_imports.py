@@ -312,3 +312,29 @@ def test_multiprompt_from_imported_templates(fmt, tmp_path):
     assert stats["templates"] == sum(per_rel[r] for r in kept)
     assert stats["unique_triples"] == sum(GOLDEN[fmt][r] for r in kept)
     assert stats["derived_triples"] >= sum(GOLDEN[fmt][r] * per_rel[r] for r in kept)
+
+
+# ------------------------------------------------------------------ the command line
+
+def test_cli_prints_counts_and_refuses_in_one_line(tmp_path, capsys):
+    from factprobe.cli.app import main
+    assert main(["build", "facts", "--source", "entityquestions", "--path",
+                 str(PATHS["entityquestions"]), "--relations", "all",
+                 "--out", str(tmp_path / "eq")]) == 0
+    out = capsys.readouterr().err   # the command's one line of news goes to stderr
+    assert out.strip() == (f"wrote {tmp_path / 'eq'}: 9 facts of 2 relations; not imported: "
+                           f"skipped_template_not_recoverable 1")
+    assert main(["build", "import-templates", "--format", "pararel", "--path",
+                 str(PATHS["pararel"]), "--out", str(tmp_path / "t")]) == 0
+    assert capsys.readouterr().err.strip() == f"wrote {tmp_path / 't'}: 19 templates of 2 relations"
+    path = _copy("popqa", tmp_path)
+    expected = _corrupt_popqa(path)
+    assert main(["build", "facts", "--source", "popqa", "--path", str(path), "--relations",
+                 "all", "--out", str(tmp_path / "bad")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and expected in err and "Traceback" not in err
+    assert not (tmp_path / "bad").exists()
+    # an --endpoint is refused for a file source, naming what it reads
+    assert main(["build", "facts", "--source", "bear", "--endpoint", "http://127.0.0.1:9/q",
+                 "--relations", "all", "--out", str(tmp_path / "x")]) == 2
+    assert "--source bear reads --path" in capsys.readouterr().err
