@@ -13,11 +13,11 @@ same answer space. ``relation_info.json`` beside the folder (the domains of each
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pyarrow as pa
 
+from factprobe.core import jsonsafe
 from factprobe.core.errors import UserError
 from factprobe.builders.datasets.facts import SourceResult
 from factprobe.builders.sources.bench_files import (
@@ -40,7 +40,7 @@ def _json_file(f: Path, what: str) -> dict:
     if f.stat().st_size > MAX_METADATA_BYTES:
         raise UserError(f"{f}: {f.stat().st_size} bytes, far more than any {what}")
     try:
-        data = json.loads(f.read_bytes())
+        data = jsonsafe.loads(f.read_bytes())
     except (ValueError, UnicodeDecodeError):
         raise UserError(f"{f}: not a JSON file; give BEAR's {what} as released") from None
     if not isinstance(data, dict):

@@ -10,13 +10,13 @@ like for every other source.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from pathlib import Path
 from typing import Any, Iterator
 
 import pandas as pd
 
+from factprobe.core import jsonsafe
 from factprobe.core.errors import UserError
 from factprobe.core.tables import OPTIONAL_FACT_FIELDS
 from factprobe.builders.datasets.facts import SourceResult
@@ -25,6 +25,9 @@ from factprobe.builders.sources.common import natural_key, text_frame
 
 # the facts' optional evidence columns are kept by assembly itself (core/tables.py)
 OPTIONAL = {name for name, _ in OPTIONAL_FACT_FIELDS}
+# No released line comes near this (LAMA's longest T-REx lines, many evidences, are some tens of
+# kB); a line longer than this is not one of the format's, and is not read into memory whole.
+MAX_LINE_BYTES = 16 << 20
 RAW = ["relation_id", "subject_id", "object_id", "subject", "object"]
 RELATION_FILE = re.compile(r"^P\d+$")
 
@@ -114,13 +117,19 @@ def sha256(path: Path) -> str:
 
 def json_lines(path: Path, rows: BenchRows) -> Iterator[tuple[int, dict]]:
     """(line number, object) of each non-empty line; a line that is not a JSON object is one
-    line naming ``path:line`` (or skipped and counted with --skip-bad)."""
+    line naming ``path:line`` (or skipped and counted with --skip-bad). A line longer than
+    :data:`MAX_LINE_BYTES` is refused whatever --skip-bad says: the file is no release."""
     with open(path, "rb") as fh:
-        for n, raw in enumerate(fh, start=1):
+        n = 0
+        while raw := fh.readline(MAX_LINE_BYTES + 1):
+            n += 1
+            if len(raw) > MAX_LINE_BYTES:
+                raise UserError(f"{path}:{n}: a line longer than {MAX_LINE_BYTES >> 20} MB: "
+                                f"not a {rows.fmt} file as released")
             if not raw.strip():
                 continue
             try:
-                obj = json.loads(raw)
+                obj = jsonsafe.loads(raw)
             except ValueError:
                 rows.bad(f"{path}:{n}", "not a JSON line")
                 continue

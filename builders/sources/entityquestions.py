@@ -13,12 +13,12 @@ keeps its split, its question and its position in its file (``source_index``).
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pyarrow as pa
 
+from factprobe.core import jsonsafe
 from factprobe.core.errors import UserError
 from factprobe.builders.datasets.facts import SourceResult
 from factprobe.builders.sources.bench_files import BenchRows, need_folder, text_field, text_list
@@ -85,7 +85,7 @@ def _load(f: Path, rows: BenchRows) -> list:
         raise UserError(f"{f}: {f.stat().st_size} bytes, more than any EntityQuestions file; "
                         f"give the release's question files")
     try:
-        data = json.loads(f.read_bytes())
+        data = jsonsafe.loads(f.read_bytes())
     except (ValueError, UnicodeDecodeError):
         raise UserError(f"{f}: not a JSON file; EntityQuestions files are a JSON list of "
                         f'{{"question", "answers"}}') from None

@@ -14,12 +14,12 @@ it keeps its own name as the relation id.
 from __future__ import annotations
 
 import csv
-import json
 import sys
 from pathlib import Path
 
 import pyarrow as pa
 
+from factprobe.core import jsonsafe
 from factprobe.core.errors import UserError
 from factprobe.builders.datasets.facts import SourceResult
 from factprobe.builders.sources.bench_files import BenchRows
@@ -51,16 +51,19 @@ def _file(path: str | None) -> Path:
 
 def _int(value: str, name: str, where: str, rows: BenchRows) -> int | None:
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
+        number = None
+    if number is None or not -(1 << 63) <= number < (1 << 63):   # the column is int64
         rows.bad(where, f"field {name!r} is {value[:40]!r}, not an integer")
         return None
+    return number
 
 
 def _names(value: str, name: str, where: str, rows: BenchRows) -> list[str] | None:
     """A JSON list of texts (how the release writes aliases and answers)."""
     try:
-        names = json.loads(value) if value.strip() else []
+        names = jsonsafe.loads(value) if value.strip() else []
     except ValueError:
         names = None
     if not isinstance(names, list) or not all(isinstance(x, str) for x in names):

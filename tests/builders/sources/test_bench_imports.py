@@ -338,3 +338,71 @@ def test_cli_prints_counts_and_refuses_in_one_line(tmp_path, capsys):
     assert main(["build", "facts", "--source", "bear", "--endpoint", "http://127.0.0.1:9/q",
                  "--relations", "all", "--out", str(tmp_path / "x")]) == 2
     assert "--source bear reads --path" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_every_method_runs_on_the_imports(tmp_path):
+    """docs/benchmarks-in.md's chains, on the fixtures with the fake backend and MC settings
+    that fit them: import -> mc -> zp-lke and prompt; -> multiprompt -> belief and belief-icl;
+    -> fktc -> monitor; -> one report of them all."""
+    from factprobe.cli.app import main
+
+    def run(*args):
+        assert main([*args, "--quiet"]) == 0, args
+
+    def fake(method, dataset, out, *more):
+        run("eval", method, "--dataset", str(tmp_path / dataset), "--backend", "fake",
+            "--model", "fake", "--out", str(tmp_path / "runs" / out), *more)
+
+    small = ["--choices", "3", "--min-facts", "1", "--min-objects", "3", "--train", "1",
+             "--test", "2"]
+    for fmt in ("popqa", "bear", "pararel", "entityquestions"):
+        run("build", "facts", "--source", fmt, "--path", str(PATHS[fmt]), "--relations", "all",
+            "--out", str(tmp_path / fmt))
+        run("build", "mc", "--facts", str(tmp_path / fmt), "--out", str(tmp_path / f"{fmt}-mc"),
+            *small)
+    for fmt in ("bear", "pararel", "entityquestions"):
+        run("build", "import-templates", "--format", fmt, "--path", str(PATHS[fmt]),
+            "--out", str(tmp_path / f"{fmt}-t"))
+    fake("zp-lke", "popqa-mc", "zp", "--examples", "1")
+    fake("prompt", "bear-mc", "prompt", "--templates", str(tmp_path / "bear-t"))
+    run("build", "multiprompt", "--facts", str(tmp_path / "pararel"), "--templates",
+        str(tmp_path / "pararel-t"), "--out", str(tmp_path / "pararel-mp"))
+    fake("belief", "pararel-mp", "belief")
+    fake("belief-icl", "pararel-mp", "icl")
+    run("build", "fktc", "--facts", str(tmp_path / "entityquestions"), "--templates",
+        str(tmp_path / "entityquestions-t"), "--questions", "1",
+        "--out", str(tmp_path / "eq-fktc"))
+    fake("monitor", "eq-fktc", "monitor")
+    run("report", "--results", str(tmp_path / "runs"), "--out", str(tmp_path / "report"),
+        "--bootstrap", "20", "--samplings", "20", "--no-plots")
+    report = (tmp_path / "report" / "report.md").read_text()
+    for method in ("zp-lke", "prompt", "belief", "belief-icl", "monitor"):
+        assert method in report
+
+
+def test_hostile_files_one_line(tmp_path):
+    """What a broken or hostile release brings: a number past int64, JSON nested 200,000 deep,
+    a line of 17 MB, answer-space lists of different lengths: each one line, nothing written."""
+    big = _copy("popqa", tmp_path)
+    _replace_line(big, 2, big.read_text().splitlines()[1].replace("\t142\t", "\t" + "9" * 25 + "\t"))
+    eq = tmp_path / "eq" / "test"
+    eq.mkdir(parents=True)
+    (eq / "P19.test.json").write_text("[" * 200_000)
+    lama = tmp_path / "lama" / "TREx"
+    lama.mkdir(parents=True)
+    (lama / "P1.jsonl").write_text('{"sub_uri": "' + "x" * (17 << 20) + '"}\n')
+    bear = tmp_path / "bear"
+    shutil.copytree(PATHS["bear"], bear)
+    (bear / "metadata_relations.json").write_text(json.dumps({"P19": {
+        "templates": ["[X] x [Y]"], "answer_space_labels": ["a"],
+        "answer_space_ids": ["Q1", "Q2"]}}))
+    for fmt, path, text in [
+            ("popqa", big, r"popQA.tsv:2: field 's_pop' is '9999"),
+            ("entityquestions", tmp_path / "eq", r"P19.test.json: not a JSON file"),
+            ("lama", tmp_path / "lama", r"P1.jsonl:1: a line longer than 16 MB"),
+            ("bear", bear, r"relation P19: answer_space_labels has 1 entries, answer_space_ids 2")]:
+        with pytest.raises(UserError, match=text) as err:
+            _build(fmt, tmp_path / "out", path)
+        assert "\n" not in str(err.value)
+        assert not (tmp_path / "out").exists()
