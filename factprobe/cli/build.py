@@ -126,6 +126,9 @@ def _add_mc(sub, common) -> None:
     p.add_argument("--seed", type=count, default=0)
     p.add_argument("--exclude-relations", default="",
                    help="comma-separated relations to leave out (ambiguous objects)")
+    p.add_argument("--choices-from", metavar="COLUMN",
+                   help="each row's options from this list column of the facts, as published "
+                        "(an imported BEAR's answer_space), instead of --choices drawn ones")
     p.add_argument("--strip-suffix", action="append", metavar="SUFFIX",
                    help="map 'X SUFFIX' to 'X' when both are objects of a relation "
                         "(default: ' language'; pass '' to disable)")
@@ -142,7 +145,8 @@ def _run_mc(args) -> str:
                    test=args.test, seed=args.seed,
                    exclude_relations=tuple(x.strip() for x in args.exclude_relations.split(",")
                                            if x.strip()),
-                   strip_suffixes=suffixes, progress=show_progress(args))
+                   strip_suffixes=suffixes, choices_from=args.choices_from,
+                   progress=show_progress(args))
     return f"wrote {build_mc(cfg)}"
 
 

@@ -406,3 +406,39 @@ def test_hostile_files_one_line(tmp_path):
             _build(fmt, tmp_path / "out", path)
         assert "\n" not in str(err.value)
         assert not (tmp_path / "out").exists()
+
+
+def test_bear_mc_poses_the_whole_answer_space(tmp_path):
+    """build mc --choices-from answer_space: each row's options are its relation's published
+    answer space (lm-pub-quiz's posing), every instance kept when train + test exceed them."""
+    rows = _build("bear", tmp_path / "f")
+    build_mc(MCConfig(facts=str(tmp_path / "f"), out=str(tmp_path / "mc"), min_facts=1,
+                      min_objects=1, train=0, test=1000, choices_from="answer_space",
+                      progress=False))
+    mc = pq.read_table(tmp_path / "mc" / "facts.parquet").to_pylist()
+    assert len(mc) == len(rows)
+    for r in mc:
+        assert r["choices"] == r["answer_space"] and r["object"] in r["choices"]
+        assert r["split"] == "test"
+    manifest = read_manifest(tmp_path / "mc")
+    assert manifest["params"]["choices_from"] == "answer_space"
+    assert manifest["counts"]["chance"] == pytest.approx(1 / 5)
+    assert manifest["counts"]["per_relation"]["P19"]["test"] == 4
+    with pytest.raises(UserError, match="--choices-from uuid: .* no such column; its option "
+                                        "lists: answer_space, domains"):
+        build_mc(MCConfig(facts=str(tmp_path / "f"), out=str(tmp_path / "x"),
+                          choices_from="uuid", progress=False))
+    with pytest.raises(UserError, match="--choices-from answer_idx: the column is int32"):
+        build_mc(MCConfig(facts=str(tmp_path / "f"), out=str(tmp_path / "x"),
+                          choices_from="answer_idx", progress=False))
+    assert not (tmp_path / "x").exists()
+
+
+def test_choices_from_keeps_the_gold_and_drops_other_answers():
+    import pyarrow as pa
+    from factprobe.builders.datasets.mc_options import published_options
+    base = pa.table({"fact_id": ["f1"], "space": [["Paris", "Lyon", "Nice"]]})
+    arr, _ = published_options(base, "space", ["Paris"], [["Lyon", "Paris"]])
+    assert arr.to_pylist() == [["Paris", "Nice"]]
+    with pytest.raises(UserError, match=r"fact f1 \(gold 'Rome'\) is not among its space"):
+        published_options(base, "space", ["Rome"], [["Rome"]])
