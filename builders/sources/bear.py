@@ -49,8 +49,9 @@ def _json_file(f: Path, what: str) -> dict:
 
 
 def metadata(root: Path) -> dict[str, dict]:
-    """metadata_relations.json, each relation's entry checked: templates (texts with [X] and
-    [Y]), answer_space_labels and answer_space_ids (texts, of one length)."""
+    """metadata_relations.json, each relation's entry checked: templates (texts), and
+    answer_space_labels and answer_space_ids (texts, of one length) when it has them (BEAR's
+    has; BEAR-big's holds templates only)."""
     f = root / METADATA
     if not f.is_file():
         raise UserError(f"{root} has no {METADATA}; --source bear reads a BEAR folder "
@@ -60,12 +61,16 @@ def metadata(root: Path) -> dict[str, dict]:
         where = f"{f}: relation {rid}"
         if not isinstance(entry, dict):
             raise UserError(f"{where}: not a JSON object")
-        for key in ("templates", "answer_space_labels", "answer_space_ids"):
+        given = [k for k in ("answer_space_labels", "answer_space_ids") if k in entry]
+        if len(given) == 1:
+            raise UserError(f"{where}: {given[0]} without "
+                            f"{({'answer_space_labels', 'answer_space_ids'} - set(given)).pop()}")
+        for key in ("templates", *given):
             value = entry.get(key)
             if not isinstance(value, list) or not value or not all(
                     isinstance(x, str) and x for x in value):
                 raise UserError(f"{where}: field {key!r} is not a non-empty list of texts")
-        if len(entry["answer_space_labels"]) != len(entry["answer_space_ids"]):
+        if given and len(entry["answer_space_labels"]) != len(entry["answer_space_ids"]):
             raise UserError(f"{where}: answer_space_labels has {len(entry['answer_space_labels'])}"
                             f" entries, answer_space_ids {len(entry['answer_space_ids'])}")
     return data
@@ -79,6 +84,7 @@ def read_bear(path: str, relations: list[str] | None, *, limit: int | None = Non
     info = _json_file(info_file, "relation_info.json") if info_file.is_file() else {}
     rows = BenchRows("bear", relations, EXTRA, limit=limit, skip_bad=skip_bad)
     files = {f.stem: f for f in relation_files(root)}
+    derived: list[str] = []
     for rid in (r for r in files if r not in meta):
         raise UserError(f"{files[rid]}: relation {rid} is not in {root / METADATA}")
     for rid in meta:
@@ -86,19 +92,22 @@ def read_bear(path: str, relations: list[str] | None, *, limit: int | None = Non
         if f is None:
             raise UserError(f"{root / METADATA} names relation {rid}, but {root} has no "
                             f"{rid}.jsonl")
-        space_ids, space = meta[rid]["answer_space_ids"], meta[rid]["answer_space_labels"]
         domains = (info.get(rid) or {}).get("domains") if isinstance(info.get(rid), dict) else None
         domains = [d for d in domains if isinstance(d, str)] if isinstance(domains, list) else []
-        lines = kept = 0
-        for n, obj in json_lines(f, rows):
-            lines = n
-            where = f"{f}:{n}"
-            vals = [text_field(obj, k, where, rows) for k in
-                    ("sub_id", "sub_label", "obj_id", "obj_label")]
-            aliases = text_list(obj, "sub_aliases", where, rows)
-            if None in vals or aliases is None:
-                continue
-            idx = obj.get("answer_idx")
+        lines, parsed = _instances(f, rows)
+        if "answer_space_ids" in meta[rid]:
+            space_ids, space = meta[rid]["answer_space_ids"], meta[rid]["answer_space_labels"]
+        else:   # BEAR-big: the relation's distinct objects, in the order they first appear
+            derived.append(rid)
+            first: dict[str, str] = {}
+            for p in parsed:
+                first.setdefault(p[1][2], p[1][3])
+            space_ids, space = list(first), list(first.values())
+        place = {i: k for k, i in enumerate(space_ids)}
+        kept = 0
+        for where, vals, aliases, idx in parsed:
+            if idx is None and "answer_space_ids" not in meta[rid]:
+                idx = place[vals[2]]
             if not isinstance(idx, int) or isinstance(idx, bool) or not 0 <= idx < len(space):
                 rows.bad(where, f"field 'answer_idx' is {idx!r}, not a place in the answer "
                                 f"space of {len(space)}")
@@ -116,7 +125,24 @@ def read_bear(path: str, relations: list[str] | None, *, limit: int | None = Non
     rows.files[METADATA] = {"sha256": sha256(root / METADATA)}
     if info:
         rows.files["../relation_info.json"] = {"sha256": sha256(info_file)}
-    return rows.result(root, f"BEAR folder {root.name} (lm-pub-quiz/BEAR)")
+    return rows.result(root, f"BEAR folder {root.name} (lm-pub-quiz/BEAR)",
+                       {"answer_space_derived": derived} if derived else None)
+
+
+def _instances(f: Path, rows: BenchRows) -> tuple[int, list]:
+    """(lines, [(where, (sub_id, sub_label, obj_id, obj_label), sub_aliases, answer_idx)]) of
+    one relation file's well-formed lines."""
+    lines, out = 0, []
+    for n, obj in json_lines(f, rows):
+        lines = n
+        where = f"{f}:{n}"
+        vals = [text_field(obj, k, where, rows) for k in
+                ("sub_id", "sub_label", "obj_id", "obj_label")]
+        aliases = text_list(obj, "sub_aliases", where, rows)
+        if None in vals or aliases is None:
+            continue
+        out.append((where, vals, aliases, obj.get("answer_idx")))
+    return lines, out
 
 
 def bear_templates(path: str) -> tuple[list[tuple[str, str, str]], dict]:

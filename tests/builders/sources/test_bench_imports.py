@@ -119,6 +119,7 @@ def test_entityquestions_templates_subjects_and_splits(tmp_path):
     assert {r["split"] for r in rows} == {"train", "dev", "test"}
     src = read_manifest(tmp_path / "f")["source"]
     assert src["templates"] == {"P19": "Where was [X] born?", "P40": "Who is [X]'s child?"}
+    assert src["templates_not_as_published"] == []   # both as in relation_query_templates.json
     # P36 has a single question: its template cannot be seen, the row is counted, not lost
     assert src["skipped"] == {"template_not_recoverable": 1}
     assert read_manifest(tmp_path / "f")["counts"]["dropped"][
@@ -442,3 +443,20 @@ def test_choices_from_keeps_the_gold_and_drops_other_answers():
     assert arr.to_pylist() == [["Paris", "Nice"]]
     with pytest.raises(UserError, match=r"fact f1 \(gold 'Rome'\) is not among its space"):
         published_options(base, "space", ["Rome"], [["Rome"]])
+
+
+def test_bear_big_derives_the_answer_space(tmp_path):
+    """BEAR-big's metadata holds templates only and its lines no answer_idx: the answer space is
+    the relation's distinct objects in file order, recorded as derived."""
+    rows = _build("bear", tmp_path / "f", FIX / "bear" / "BEAR-big")
+    lines = [json.loads(x) for x in (FIX / "bear" / "BEAR-big" / "P36.jsonl").read_text()
+             .splitlines()]
+    space = list(dict.fromkeys(x["obj_label"] for x in lines))
+    assert len(rows) == len(lines) == 4
+    for r in rows:
+        assert r["answer_space"] == space and space[r["answer_idx"]] == r["object"]
+    src = read_manifest(tmp_path / "f")["source"]
+    assert src["answer_space_derived"] == ["P36"] and "BEAR-big" in src["release"]
+    out, counts = build_imported_templates(ImportTemplatesConfig(
+        "bear", str(FIX / "bear" / "BEAR-big"), str(tmp_path / "t")))
+    assert counts["templates"] == 3
