@@ -109,13 +109,15 @@ def _trex_data(src: Src) -> str:
     return f"T-REx ({form}) at {cell(src.get('path'))}"
 
 
-def _bench_card(name: str) -> Card:
+def _bench_card(name: str, license: tuple[str, str] | None = None) -> Card:
     """A published benchmark imported as its authors release it (builders/sources/bench_files.py):
-    its release and the files read (with their sha256) follow in the card's Source Data."""
+    its release and the files read (with their sha256) follow in the card's Source Data.
+    ``license``: where the authors state their data's terms (LAMA's README: CC BY-NC 4.0;
+    EntityQuestions' README: MIT); None: the card asks to check them."""
     return Card(lambda src: f"{name} (imported)",
                 lambda src: f"{name}, imported from {cell(src.get('path'))} "
                             f"({escape(str(src.get('release') or 'release unknown'))})",
-                tag=name.lower())
+                license=license, tag=name.lower())
 
 
 # name -> source; the order is the order of --source's choices.
@@ -155,12 +157,16 @@ SOURCES: dict[str, Source] = {
         strict=False, aliases="graph", unsized="a Wikidata dump is too large to read at init",
         nobel=True),
     "lama": Source(Lazy(_READERS, "lama"), "path", "(LAMA's data/ folder: TREx/, Google_RE/, "
-                                                   "relations.jsonl)", _bench_card("LAMA")),
+                                                   "relations.jsonl)", _bench_card("LAMA", (
+        "cc-by-nc-4.0", "derived from LAMA, whose data is licensed CC BY-NC 4.0 "
+                        "(facebookresearch/LAMA)"))),
     "popqa": Source(Lazy(_READERS, "popqa"), "path", "(PopQA's popQA.tsv)",
                     _bench_card("PopQA")),
     "entityquestions": Source(Lazy(_READERS, "entityquestions"), "path",
                               "(EntityQuestions' dataset/ folder: train/, dev/, test/)",
-                              _bench_card("EntityQuestions")),
+                              _bench_card("EntityQuestions", (
+                                  "mit", "derived from EntityQuestions, whose dataset is "
+                                         "released under the MIT license"))),
     "bear": Source(Lazy(_READERS, "bear"), "path", "(a BEAR folder: metadata_relations.json, "
                                                    "P<id>.jsonl)", _bench_card("BEAR")),
     "pararel": Source(Lazy(_READERS, "pararel"), "path", "(ParaRel's data/ folder: "

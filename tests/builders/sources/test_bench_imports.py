@@ -460,3 +460,22 @@ def test_bear_big_derives_the_answer_space(tmp_path):
     out, counts = build_imported_templates(ImportTemplatesConfig(
         "bear", str(FIX / "bear" / "BEAR-big"), str(tmp_path / "t")))
     assert counts["templates"] == 3
+
+
+def test_card_describes_the_import(tmp_path):
+    """The dataset card (publish --dry-run) names the benchmark, its release, each file read
+    with its sha256, the columns the import keeps, and the terms the authors state."""
+    from factprobe.cli.app import main
+    for fmt, license in (("lama", "cc-by-nc-4.0"), ("entityquestions", "mit"),
+                         ("popqa", "cc-by-4.0")):
+        _build(fmt, tmp_path / fmt)
+        assert main(["publish", str(tmp_path / fmt), "--repo-id", f"me/{fmt}", "--dry-run",
+                     str(tmp_path / f"hub-{fmt}"), "--quiet"]) == 0
+        card = (tmp_path / f"hub-{fmt}" / "README.md").read_text()
+        assert f"license: {license}" in card
+        src = read_manifest(tmp_path / fmt)["source"]
+        assert src["release"].split(" (")[0] in card
+        for info in src["files"].values():
+            assert info["sha256"] in card
+    assert "PopQA: the subject's popularity (monthly Wikipedia page views)" in card
+    assert "check that its terms allow CC BY 4.0" in card
