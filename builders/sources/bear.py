@@ -136,7 +136,7 @@ def _instances(f: Path, rows: BenchRows) -> tuple[int, list]:
     for n, obj in json_lines(f, rows):
         lines = n
         where = f"{f}:{n}"
-        vals = [text_field(obj, k, where, rows) for k in
+        vals = [text_field(obj, k, where, rows, label=k.endswith("label")) for k in
                 ("sub_id", "sub_label", "obj_id", "obj_label")]
         aliases = text_list(obj, "sub_aliases", where, rows)
         if None in vals or aliases is None:

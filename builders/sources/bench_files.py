@@ -139,13 +139,18 @@ def json_lines(path: Path, rows: BenchRows) -> Iterator[tuple[int, dict]]:
             yield n, obj
 
 
-def text_field(obj: dict, key: str, where: str, rows: BenchRows, *, empty_ok: bool = False
+def text_field(obj: dict, key: str, where: str, rows: BenchRows, *, label: bool = False
                ) -> str | None:
-    """``obj[key]`` as text (a number is written as text); None after reporting a bad field."""
+    """``obj[key]`` as text (a number is written as text); None after reporting a bad field.
+    A ``label`` present but null or empty is ``""``: not a malformed line but a fact without a
+    label, which assembly drops and counts (``rows_without_subject_label``), as for every
+    source."""
     value = obj.get(key)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         value = str(value)
-    if not isinstance(value, str) or (not empty_ok and not value.strip()):
+    if label and key in obj and (value is None or (isinstance(value, str) and not value.strip())):
+        return ""
+    if not isinstance(value, str) or not value.strip():
         what = "missing" if key not in obj else f"not a non-empty text ({type(value).__name__})"
         rows.bad(where, f"field {key!r} {what}")
         return None

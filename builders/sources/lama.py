@@ -94,7 +94,7 @@ def _read_trex(folder: Path, root: Path, rows: BenchRows, meta: dict[str, dict])
         for n, obj in json_lines(f, rows):
             lines = n
             where = f"{f}:{n}"
-            vals = [text_field(obj, k, where, rows) for k in
+            vals = [text_field(obj, k, where, rows, label=k.endswith("label")) for k in
                     ("sub_uri", "sub_label", "obj_uri", "obj_label")]
             if None in vals:
                 continue
@@ -131,7 +131,8 @@ def _read_google(folder: Path, root: Path, rows: BenchRows) -> None:
         for n, obj in json_lines(f, rows):
             lines = n
             where = f"{f}:{n}"
-            vals = [text_field(obj, k, where, rows) for k in ("sub", "sub_label", "obj_label")]
+            vals = [text_field(obj, k, where, rows, label=k.endswith("label"))
+                    for k in ("sub", "sub_label", "obj_label")]
             aliases = [text_list(obj, k, where, rows) for k in ("sub_aliases", "obj_aliases")]
             if None in vals or None in aliases:
                 continue

@@ -55,7 +55,8 @@ def read_pararel(path: str, relations: list[str] | None, *, limit: int | None = 
         for n, obj in json_lines(f, rows):
             lines = n
             where = f"{f}:{n}"
-            sub, obj_label = (text_field(obj, k, where, rows) for k in ("sub_label", "obj_label"))
+            sub, obj_label = (text_field(obj, k, where, rows, label=True)
+                              for k in ("sub_label", "obj_label"))
             if sub is None or obj_label is None:
                 continue
             uuid = obj.get("uuid") if isinstance(obj.get("uuid"), str) else None

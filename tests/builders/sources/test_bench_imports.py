@@ -204,8 +204,8 @@ def _corrupt_bear(root):
 
 def _corrupt_pararel(root):
     f = root / "trex_lms_vocab" / "P19.jsonl"
-    _replace_line(f, 4, '{"sub_label": "", "obj_label": "Paris"}')
-    return f"{f}:4: field 'sub_label' not a non-empty text (str)"
+    _replace_line(f, 4, '{"sub_label": ["Paris"], "obj_label": "Paris"}')
+    return f"{f}:4: field 'sub_label' not a non-empty text (list)"
 
 
 CORRUPT = {"lama": _corrupt_lama, "lama-google": _corrupt_google, "popqa": _corrupt_popqa,
@@ -479,3 +479,21 @@ def test_card_describes_the_import(tmp_path):
             assert info["sha256"] in card
     assert "PopQA: the subject's popularity (monthly Wikipedia page views)" in card
     assert "check that its terms allow CC BY 4.0" in card
+
+
+def test_a_label_left_empty_is_a_fact_without_label_counted(tmp_path):
+    """A label present but empty or null (not a malformed line) is dropped by assembly and
+    counted, as for every source; a missing key is a malformed line."""
+    root = _copy("lama", tmp_path)
+    f = root / "TREx" / "P36.jsonl"
+    row = json.loads(f.read_text().splitlines()[0])
+    row["sub_label"] = None
+    _replace_line(f, 1, json.dumps(row))
+    rows = _build("lama", tmp_path / "out", root)
+    assert len(rows) == sum(GOLDEN["lama"].values()) - 1
+    dropped = read_manifest(tmp_path / "out")["counts"]["dropped"]
+    assert dropped["rows_without_subject_label"] == 1 and dropped["bad_lines"] == 0
+    del row["sub_label"]
+    _replace_line(f, 1, json.dumps(row))
+    with pytest.raises(UserError, match=rf"^{f}:1: field 'sub_label' missing"):
+        _build("lama", tmp_path / "out2", root)
