@@ -497,3 +497,11 @@ def test_a_label_left_empty_is_a_fact_without_label_counted(tmp_path):
     _replace_line(f, 1, json.dumps(row))
     with pytest.raises(UserError, match=rf"^{f}:1: field 'sub_label' missing"):
         _build("lama", tmp_path / "out2", root)
+
+
+def test_a_relation_with_nothing_importable_says_why(tmp_path):
+    with pytest.raises(UserError, match=r"holds no facts for the relations asked \(P36\) "
+                                        r"\(left out: skipped_template_not_recoverable 1\)"):
+        build_facts(FactsConfig(source="entityquestions", relations=("P36",),
+                                out=str(tmp_path / "f"), path=str(PATHS["entityquestions"]),
+                                progress=False))
