@@ -85,18 +85,22 @@ def read_bear(path: str, relations: list[str] | None, *, limit: int | None = Non
     rows = BenchRows("bear", relations, EXTRA, limit=limit, skip_bad=skip_bad)
     files = {f.stem: f for f in relation_files(root)}
     derived: list[str] = []
-    for rid in (r for r in files if r not in meta):
-        raise UserError(f"{files[rid]}: relation {rid} is not in {root / METADATA}")
-    for rid in meta:
-        f = files.get(rid)
-        if f is None:
-            raise UserError(f"{root / METADATA} names relation {rid}, but {root} has no "
-                            f"{rid}.jsonl")
+    # The released BEAR-big names P414 in its metadata but ships no P414.jsonl: a relation
+    # without instances is counted and named, not refused; a file the metadata does not name
+    # gets the answer space of its objects, like BEAR-big's relations.
+    no_file = [r for r in meta if r not in files]
+    no_meta = [r for r in files if r not in meta]
+    for rid in no_file:
+        rows.take.present.add(rid)
+        rows.skip("relations_without_instance_file")
+    for rid in [r for r in meta if r in files] + no_meta:
+        f = files[rid]
+        entry = meta.get(rid, {})
         domains = (info.get(rid) or {}).get("domains") if isinstance(info.get(rid), dict) else None
         domains = [d for d in domains if isinstance(d, str)] if isinstance(domains, list) else []
         lines, parsed = _instances(f, rows)
-        if "answer_space_ids" in meta[rid]:
-            space_ids, space = meta[rid]["answer_space_ids"], meta[rid]["answer_space_labels"]
+        if "answer_space_ids" in entry:
+            space_ids, space = entry["answer_space_ids"], entry["answer_space_labels"]
         else:   # BEAR-big: the relation's distinct objects, in the order they first appear
             derived.append(rid)
             first: dict[str, str] = {}
@@ -106,7 +110,7 @@ def read_bear(path: str, relations: list[str] | None, *, limit: int | None = Non
         place = {i: k for k, i in enumerate(space_ids)}
         kept = 0
         for where, vals, aliases, idx in parsed:
-            if idx is None and "answer_space_ids" not in meta[rid]:
+            if idx is None and "answer_space_ids" not in entry:
                 idx = place[vals[2]]
             if not isinstance(idx, int) or isinstance(idx, bool) or not 0 <= idx < len(space):
                 rows.bad(where, f"field 'answer_idx' is {idx!r}, not a place in the answer "
@@ -125,8 +129,10 @@ def read_bear(path: str, relations: list[str] | None, *, limit: int | None = Non
     rows.files[METADATA] = {"sha256": sha256(root / METADATA)}
     if info:
         rows.files["../relation_info.json"] = {"sha256": sha256(info_file)}
+    noted = {"answer_space_derived": derived, "relations_without_instance_file": no_file,
+             "relations_without_metadata": no_meta}
     return rows.result(root, f"BEAR folder {root.name} (lm-pub-quiz/BEAR)",
-                       {"answer_space_derived": derived} if derived else None)
+                       {k: v for k, v in noted.items() if v})
 
 
 def _instances(f: Path, rows: BenchRows) -> tuple[int, list]:

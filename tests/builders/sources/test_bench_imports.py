@@ -505,3 +505,21 @@ def test_a_relation_with_nothing_importable_says_why(tmp_path):
         build_facts(FactsConfig(source="entityquestions", relations=("P36",),
                                 out=str(tmp_path / "f"), path=str(PATHS["entityquestions"]),
                                 progress=False))
+
+
+def test_bear_relation_without_file_or_metadata_is_named_not_refused(tmp_path):
+    """The released BEAR-big names P414 in its metadata and ships no P414.jsonl: counted and
+    named; a P<id>.jsonl the metadata does not name is imported with its objects' answer space."""
+    root = tmp_path / "BEAR-big"
+    shutil.copytree(FIX / "bear" / "BEAR-big", root)
+    meta = json.loads((root / "metadata_relations.json").read_text())
+    meta["P414"] = {"templates": ["[X] is traded on the [Y]."]}
+    (root / "metadata_relations.json").write_text(json.dumps(meta))
+    shutil.copy(FIX / "bear" / "BEAR" / "P19.jsonl", root / "P19.jsonl")
+    rows = _build("bear", tmp_path / "f", root)
+    assert {r["relation_id"] for r in rows} == {"P19", "P36"}
+    src = read_manifest(tmp_path / "f")["source"]
+    assert src["relations_without_instance_file"] == ["P414"]
+    assert src["relations_without_metadata"] == ["P19"]
+    assert read_manifest(tmp_path / "f")["counts"]["dropped"][
+        "skipped_relations_without_instance_file"] == 1
