@@ -54,7 +54,9 @@ def _bucket_key(label: str) -> tuple:
 
 
 def fact_slices(run, column: str) -> pd.Series:
-    """fact_id -> slice label of the run's dataset, from its facts table's ``column``."""
+    """fact_id -> the slice labels (a tuple) of the run's dataset, from its facts table's
+    ``column``: one label, or for a list column (BEAR's ``domains``) each of its values, so a
+    fact with two domains is in both slices."""
     ds = run.info.get("dataset") or {}
     folder = Path(str(ds.get("path") or ""))
     facts = folder / "facts.parquet"
@@ -70,15 +72,22 @@ def fact_slices(run, column: str) -> pd.Series:
         shown = ", ".join(n for n in schema.names if n != "fact_id")
         raise UserError(f"--by {column}: {facts} has no such column; its columns: {shown}")
     typ = schema.field(column).type
-    if pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_struct(typ):
-        raise UserError(f"--by {column}: the column holds lists ({typ}); slice by a column of "
-                        f"single values")
+    many = pa.types.is_list(typ) or pa.types.is_large_list(typ)
+    inner = typ.value_type if many else typ
+    if pa.types.is_nested(inner) or not (pa.types.is_string(inner) or pa.types.is_large_string(
+            inner) or pa.types.is_integer(inner) or pa.types.is_floating(inner)
+            or pa.types.is_boolean(inner)):
+        raise UserError(f"--by {column}: the column is {typ}; slice by a column of texts, "
+                        f"numbers or truth values (or lists of them)")
     table = read_table(folder, "facts", ["fact_id", column],
                        reference=pa.schema([("fact_id", pa.string()), (column, typ)]))
-    values = table.column(column).to_pylist()
-    numeric = pa.types.is_integer(typ) or pa.types.is_floating(typ)
-    labels = [bucket(v) if numeric else (NONE if v is None or v == "" else str(v))
-              for v in values]
+    numeric = pa.types.is_integer(inner) or pa.types.is_floating(inner)
+
+    def label(v) -> str:
+        return bucket(v) if numeric else (NONE if v is None or v == "" else str(v))
+
+    labels = [tuple(dict.fromkeys(label(x) for x in v)) or (NONE,) if many else (label(v),)
+              for v in ((x or []) if many else x for x in table.column(column).to_pylist())]
     return pd.Series(labels, index=table.column("fact_id").to_pylist(), dtype=object)
 
 
@@ -90,9 +99,16 @@ def slice_table(runs, selected: dict[str, list[str]], column: str, options,
     rows, notes = [], []
     for r in tqdm(runs, desc="report: slices", unit="run", disable=not progress, leave=False):
         of_fact = fact_slices(r, column)
-        labels = r.outputs["fact_id"].map(of_fact).fillna(NONE)
-        for label in sorted(labels.unique(), key=_bucket_key):
-            part = r.outputs[labels.to_numpy() == label].reset_index(drop=True)
+        in_slice: dict[str, set] = {}      # label -> its facts
+        for fid, labels in of_fact.items():
+            for lab in labels:
+                in_slice.setdefault(lab, set()).add(fid)
+        unknown = set(r.outputs["fact_id"]) - set(of_fact.index)
+        if unknown:                        # not in the dataset's facts: its own slice
+            in_slice.setdefault(NONE, set()).update(unknown)
+        present = set(r.outputs["fact_id"])
+        for label in sorted((k for k, v in in_slice.items() if v & present), key=_bucket_key):
+            part = r.outputs[r.outputs["fact_id"].isin(in_slice[label])].reset_index(drop=True)
             try:
                 metrics = r.spec.checked_compute(part, r.planted, r.config, options=options)
             except UserError as exc:
