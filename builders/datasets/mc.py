@@ -47,8 +47,8 @@ class MCConfig:
     # one of these suffixes is mapped to its stem when the stem is an object of the same relation.
     strip_suffixes: tuple[str, ...] = (" language",)
     # A list column of the facts whose values are each row's options, as published (BEAR's
-    # answer_space: lm-pub-quiz poses a relation's whole answer space, Wiland et al., 2024,
-    # Sec. 3), instead of ``choices - 1`` drawn distractors; None: the paper's drawn ones.
+    # answer_space: lm-pub-quiz poses a relation's whole answer space, Wiland et al., 2024),
+    # instead of ``choices - 1`` drawn distractors; None: the paper's drawn ones.
     choices_from: str | None = None
     progress: bool = True
 

@@ -1,6 +1,6 @@
 """``factprobe build mc --choices-from COLUMN``: each row's options are a list column of its fact
 as published (BEAR's ``answer_space``: lm-pub-quiz scores a relation's whole answer space,
-Wiland et al., 2024, Sec. 3) instead of ``--choices - 1`` distractors drawn from the relation's
+Wiland et al., 2024) instead of ``--choices - 1`` distractors drawn from the relation's
 objects (ZP-LKE, App. A.2). The gold stays among them; the pair's other answers are taken out,
 as the drawn distractors never hold one.
 """

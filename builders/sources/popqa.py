@@ -8,7 +8,7 @@ What is kept: the Wikidata ids from ``s_uri``/``o_uri`` (``subj_id``/``obj_id``/
 the authors' own numbering, kept as ``popqa_*`` columns), ``s_aliases`` as the subject's other
 names, ``possible_answers`` (and ``o_aliases``) as the object's, the popularity ``s_pop`` and
 ``o_pop`` (monthly Wikipedia page views) and the question as fact columns. The relation is the
-Wikidata property of ``prop`` (:data:`PROPERTIES`, from the paper's Table 5); a ``prop`` outside
+Wikidata property of ``prop`` (:data:`PROPERTIES`: PopQA's 16 relation types); a ``prop`` outside
 it keeps its own name as the relation id.
 """
 from __future__ import annotations

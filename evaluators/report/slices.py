@@ -1,6 +1,6 @@
 """``factprobe report --by COLUMN``: every headline metric per slice of the facts, with its
-interval, e.g. accuracy by popularity (``--by s_pop``, PopQA's reading: Mallen et al., 2023,
-Sec. 4), by ``split`` or by a relation's type (``relation_type`` of a LAMA import).
+interval, e.g. accuracy by popularity (``--by s_pop``, PopQA's reading: Mallen et al., 2023),
+by ``split`` or by a relation's type (``relation_type`` of a LAMA import).
 
 A slice's numbers are the run's metrics computed on the slice's facts alone: the run's outputs
 rows of those facts go through the method's own metrics (the same code, options and bootstrap
