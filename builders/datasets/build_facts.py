@@ -41,8 +41,12 @@ def build_facts(cfg: FactsConfig, sources: dict[str, Source] = SOURCES) -> Path:
 
 def write_facts(cfg: FactsConfig, result: SourceResult) -> Path:
     if triple_count(result) == 0:
+        # what the source itself left out (an import's skipped rows), so the line says why
+        left = {k: v for k, v in (result.dropped or {}).items() if v}
+        why = f" (left out: {', '.join(f'{k} {v}' for k, v in sorted(left.items()))})" \
+            if left else ""
         raise UserError(f"the {cfg.source} source {cfg.path or cfg.endpoint or ''} holds no facts "
-                        f"for the relations asked ({', '.join(cfg.relations or ['all'])}); "
+                        f"for the relations asked ({', '.join(cfg.relations or ['all'])}){why}; "
                         f"check the input and --relations")
     if result.assembly is not None:  # out of core: facts written as they are assembled
         facts, relations, counts = result.assembly.assemble_streamed()

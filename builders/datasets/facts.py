@@ -40,6 +40,10 @@ class SourceResult:
     # assemble.py): ``rows`` and ``assemble()``; assemble_facts hands over to it, and
     # ``triples``/``aliases`` stay empty.
     assembly: Any = None
+    # Columns of ``triples`` a source keeps as fact columns beyond the schema's (a benchmark's
+    # own ids, popularity, judgments: builders/sources/bench_files.py), name -> Arrow type, in
+    # the order they are appended; a ``split`` column of ``triples`` fills the facts' split.
+    extra_columns: dict = field(default_factory=dict)
 
 
 def _list_array(offsets: np.ndarray, values: pa.Array) -> pa.ListArray:
@@ -153,6 +157,7 @@ def assemble_facts(result: SourceResult) -> tuple[pa.Table, pa.Table, dict]:
         if col not in df.columns:
             df[col] = None
     extra = [name for name, _ in OPTIONAL_FACT_FIELDS if name in df.columns]
+    kept = {name: typ for name, typ in result.extra_columns.items() if name in df.columns}
     dropped: dict = dict(result.dropped)
 
     for side in ("subject", "object"):
@@ -199,7 +204,8 @@ def assemble_facts(result: SourceResult) -> tuple[pa.Table, pa.Table, dict]:
         "subject_aliases": _take_lists(alias_index, alias_arr, df["subject_id"]),
         "object_aliases": _take_lists(alias_index, alias_arr, df["object_id"]),
         "answers": answers,
-        "split": pa.array([""] * len(df), type=pa.string()),
+        "split": pa.array(df["split"].fillna("").astype(str) if "split" in df.columns
+                          else [""] * len(df), type=pa.string()),
         "source": pa.array([result.source_tag] * len(df), type=pa.string()),
     }
     schema = FACTS_SCHEMA
@@ -207,6 +213,9 @@ def assemble_facts(result: SourceResult) -> tuple[pa.Table, pa.Table, dict]:
         if name in extra:
             cols[name] = pa.array(df[name].where(df[name].notna(), None), type=typ)
             schema = schema.append(pa.field(name, typ))
+    for name, typ in kept.items():
+        cols[name] = _extra_array(df[name], typ)
+        schema = schema.append(pa.field(name, typ))
     facts = pa.table(cols, schema=schema)
 
     relations = relations_table(result.relations, df)
@@ -220,6 +229,16 @@ def assemble_facts(result: SourceResult) -> tuple[pa.Table, pa.Table, dict]:
         "dropped": dropped,
     }
     return facts, relations, counts
+
+
+def _extra_array(values: pd.Series, typ: pa.DataType) -> pa.Array:
+    """A kept source column as ``typ``; a missing value (None, NaN) is null.
+
+    >>> _extra_array(pd.Series([3, None, 5]), pa.int64()).to_pylist()
+    [3, None, 5]
+    """
+    return pa.array([None if not isinstance(v, (list, tuple)) and pd.isna(v) else v
+                     for v in values], type=typ)
 
 
 def relations_table(meta: pd.DataFrame, df: pd.DataFrame) -> pa.Table:

@@ -46,6 +46,10 @@ class MCConfig:
     # The paper standardises partial matches ("French language" -> "French"); a label ending in
     # one of these suffixes is mapped to its stem when the stem is an object of the same relation.
     strip_suffixes: tuple[str, ...] = (" language",)
+    # A list column of the facts whose values are each row's options, as published (BEAR's
+    # answer_space: lm-pub-quiz poses a relation's whole answer space, Wiland et al., 2024),
+    # instead of ``choices - 1`` drawn distractors; None: the paper's drawn ones.
+    choices_from: str | None = None
     progress: bool = True
 
     def manifest_params(self) -> dict:
@@ -54,6 +58,8 @@ class MCConfig:
             p.pop(k)
         p["exclude_relations"] = list(self.exclude_relations)
         p["strip_suffixes"] = list(self.strip_suffixes)
+        if self.choices_from is None:   # the manifests of builds without it keep their bytes
+            p.pop("choices_from")
         return p
 
 
@@ -225,8 +231,13 @@ def build_mc(cfg: MCConfig) -> Path:
     slim = read_table(cfg.facts, "facts", ["relation_id", "subject_id", "object"])
     if slim.num_rows == 0:
         raise UserError(f"{facts_path} has no rows")
+    from_col = cfg.choices_from
+    if from_col:
+        from factprobe.builders.datasets.mc_options import check_options_column
+        check_options_column(cfg.facts, from_col)
 
-    g = _group(slim, cfg.strip_suffixes)
+    # published options are already in the labels' form: no suffix to strip towards them
+    g = _group(slim, () if from_col else cfg.strip_suffixes)
     del slim
     order, rs, os_, obj_labels = g.order, g.rs, g.os_, g.obj_labels
     pair_bounds, rel_bounds, rel_names = g.pair_bounds, g.rel_bounds, g.rel_names
@@ -253,27 +264,38 @@ def build_mc(cfg: MCConfig) -> Path:
             continue
         pb = pair_bounds[(pair_bounds >= lo) & (pair_bounds <= hi)]
         sizes = np.diff(pb)
-        why = RelationShape(n_facts, len(pool), sizes).why_dropped(cfg)
+        if from_col:    # every pair has its options; a relation with fewer keeps them all
+            from factprobe.builders.datasets.mc_options import why_dropped_from
+            why = why_dropped_from(n_facts, len(pool), cfg)
+            eligible = np.arange(len(sizes))
+        else:
+            why = RelationShape(n_facts, len(pool), sizes).why_dropped(cfg)
+            eligible = np.flatnonzero(len(pool) - sizes >= cfg.choices - 1)
         if why:
             dropped[rid] = why
             continue
-        eligible = np.flatnonzero(len(pool) - sizes >= cfg.choices - 1)
         rng = _relation_rng(cfg.seed, rid)
         chosen = eligible[rng.permutation(len(eligible))[:need]]
         for rank, p in enumerate(chosen):
             a_lo, a_hi = pb[p], pb[p + 1]
             answers = os_[a_lo:a_hi]  # sorted object codes of this pair
             gold_at = a_lo + (rng.integers(a_hi - a_lo) if a_hi - a_lo > 1 else 0)
-            answer_pos = np.searchsorted(pool, answers)
-            distractors = pool[_draw_excluding(rng, len(pool), answer_pos, cfg.choices - 1)]
-            choices = np.append(distractors, os_[gold_at])[rng.permutation(cfg.choices)]
+            if from_col:
+                choices = None      # the row's own options, read with its row below
+            else:
+                answer_pos = np.searchsorted(pool, answers)
+                distractors = pool[_draw_excluding(rng, len(pool), answer_pos,
+                                                   cfg.choices - 1)]
+                choices = np.append(distractors, os_[gold_at])[rng.permutation(cfg.choices)]
             picked_rows.append(order[gold_at])
             picked_gold.append(os_[gold_at])
             picked_split.append(0 if rank < cfg.train else 1)
             picked_choices.append(choices)
             picked_answers.append(answers)
+        n_train = min(cfg.train, len(chosen))   # fewer only with --choices-from
         kept[rid] = {"facts": n_facts, "objects": int(len(pool)), "pairs": int(len(sizes)),
-                     "eligible_pairs": int(len(eligible)), "train": cfg.train, "test": cfg.test}
+                     "eligible_pairs": int(len(eligible)), "train": n_train,
+                     "test": int(len(chosen)) - n_train}
 
     if not kept:
         raise UserError(f"no relation qualifies for multiple choice (min_facts {cfg.min_facts}, "
@@ -281,6 +303,11 @@ def build_mc(cfg: MCConfig) -> Path:
                         f"{need}); why: " + "; ".join(f"{k}: {v}" for k, v in sorted(dropped.items())))
 
     base = _take_rows(facts_path, np.array(picked_rows, dtype=np.int64))
+    chance = 1.0 / cfg.choices
+    if from_col:
+        from factprobe.builders.datasets.mc_options import published_options
+        picked_choices, chance = published_options(base, from_col, obj_labels[picked_gold],
+                                                   [obj_labels[a] for a in picked_answers])
     table = _mc_table(base, obj_labels, np.array(picked_gold),
                       np.array(picked_split), picked_choices, picked_answers)
     if (Path(cfg.facts) / "relations.parquet").exists():
@@ -299,18 +326,22 @@ def build_mc(cfg: MCConfig) -> Path:
         cfg.manifest_params(),
         {"rows": table.num_rows, "relations": len(kept), "per_relation": kept,
          "dropped_relations": dropped, "objects_normalised": g.normalised,
-         "chance": 1.0 / cfg.choices},
+         "chance": chance},
         make_provenance(inputs={"facts": input_of(facts_input)}))
     return write_dataset(cfg.out, {"facts": table, "relations": relations}, manifest)
 
 
 def _mc_table(base: pa.Table, labels: np.ndarray, gold: np.ndarray,
               split: np.ndarray, choices: list[np.ndarray], answers: list[np.ndarray]) -> pa.Table:
-    """``base`` holds the picked fact rows, in the order of the other arguments."""
-    n_choices = len(choices[0])
-    choice_arr = pa.ListArray.from_arrays(
-        pa.array(np.arange(0, n_choices * len(choices) + 1, n_choices), type=pa.int32()),
-        pa.array(labels[np.concatenate(choices)].tolist(), type=pa.string()))
+    """``base`` holds the picked fact rows, in the order of the other arguments; ``choices``
+    are object codes per row, or (--choices-from) the rows' options as an Arrow list array."""
+    if isinstance(choices, pa.Array):
+        choice_arr = choices
+    else:
+        n_choices = len(choices[0])
+        choice_arr = pa.ListArray.from_arrays(
+            pa.array(np.arange(0, n_choices * len(choices) + 1, n_choices), type=pa.int32()),
+            pa.array(labels[np.concatenate(choices)].tolist(), type=pa.string()))
     ans_offsets = np.concatenate([[0], np.cumsum([len(a) for a in answers])])
     answer_arr = pa.ListArray.from_arrays(
         pa.array(ans_offsets, type=pa.int32()),

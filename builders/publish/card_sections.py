@@ -44,6 +44,25 @@ COLUMNS = {
     "style": "`statement`, `question` or `check`",
     "origin": "`manual`, `llm:<model>`, `mined` or `imported`",
     "parent_id": "the template this one paraphrases",
+    # columns an imported benchmark keeps (builders/sources/lama.py, popqa.py, ...)
+    "uuid": "LAMA / ParaRel: the fact's uuid in the released file",
+    "evidence_count": "LAMA: how many evidence sentences the released line holds",
+    "judgments_yes": "LAMA Google-RE: raters who judged the fact supported",
+    "judgments_no": "LAMA Google-RE: raters who judged it not supported",
+    "relation_type": "LAMA: the relation's type in relations.jsonl (`1-1`, `N-1`, `N-M`)",
+    "popqa_id": "PopQA: the question's `id`",
+    "popqa_subj_id": "PopQA: `subj_id` (the authors' numbering, not Wikidata's)",
+    "popqa_prop_id": "PopQA: `prop_id`",
+    "popqa_obj_id": "PopQA: `obj_id`",
+    "s_pop": "PopQA: the subject's popularity (monthly Wikipedia page views)",
+    "o_pop": "PopQA: the object's popularity (monthly Wikipedia page views)",
+    "s_wiki_title": "PopQA: the subject's Wikipedia title",
+    "o_wiki_title": "PopQA: the object's Wikipedia title",
+    "question": "the benchmark's own question for this fact",
+    "source_index": "EntityQuestions: the question's position in its released file",
+    "answer_idx": "BEAR: the object's place in the relation's answer space",
+    "answer_space": "BEAR: the relation's answer space (lm-pub-quiz's options)",
+    "domains": "BEAR: the relation's domains (relation_info.json)",
 }
 
 

@@ -68,3 +68,32 @@ def wikidata_dump(cfg: FactsConfig) -> contextlib.AbstractContextManager:
     return facts_from_dump(cfg.path, cfg.relations, lang=cfg.lang, limit=cfg.limit,
                            date_format=cfg.date_format, skip_bad=cfg.skip_bad,
                            options=cfg.option(NAME, DumpOptions()), progress=cfg.progress)
+
+
+def lama(cfg: FactsConfig) -> SourceResult:
+    from factprobe.builders.sources.lama import read_lama
+    return read_lama(cfg.path, _asked(cfg), limit=cfg.limit, skip_bad=cfg.skip_bad)
+
+
+def popqa(cfg: FactsConfig) -> SourceResult:
+    from factprobe.builders.sources.popqa import read_popqa
+    return read_popqa(cfg.path, _asked(cfg), limit=cfg.limit, skip_bad=cfg.skip_bad)
+
+
+def entityquestions(cfg: FactsConfig) -> SourceResult:
+    from factprobe.builders.sources.entityquestions import read_entityquestions
+    return read_entityquestions(cfg.path, _asked(cfg), limit=cfg.limit, skip_bad=cfg.skip_bad)
+
+
+def bear(cfg: FactsConfig) -> SourceResult:
+    from factprobe.builders.sources.bear import read_bear
+    return read_bear(cfg.path, _asked(cfg), limit=cfg.limit, skip_bad=cfg.skip_bad)
+
+
+def pararel(cfg: FactsConfig) -> SourceResult:
+    from factprobe.builders.sources.pararel import read_pararel
+    return read_pararel(cfg.path, _asked(cfg), limit=cfg.limit, skip_bad=cfg.skip_bad)
+
+
+def _asked(cfg: FactsConfig) -> list[str] | None:
+    return list(cfg.relations) if cfg.relations else None

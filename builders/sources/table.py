@@ -135,6 +135,17 @@ def _trex_data(src: Src) -> str:
     return f"T-REx ({form}) at {cell(src.get('path'))}"
 
 
+def _bench_card(name: str, license: tuple[str, str] | None = None) -> Card:
+    """A published benchmark imported as its authors release it (builders/sources/bench_files.py):
+    its release and the files read (with their sha256) follow in the card's Source Data.
+    ``license``: where the authors state their data's terms (LAMA's README: CC BY-NC 4.0;
+    EntityQuestions' README: MIT); None: the card asks to check them."""
+    return Card(lambda src: f"{name} (imported)",
+                lambda src: f"{name}, imported from {cell(src.get('path'))} "
+                            f"({escape(str(src.get('release') or 'release unknown'))})",
+                license=license, tag=name.lower())
+
+
 # name -> source; the order is the order of --source's choices.
 SOURCES: dict[str, Source] = {
     "wikidata": Source(Lazy(_READERS, "graph"), "endpoint", None, Card(
@@ -171,6 +182,23 @@ SOURCES: dict[str, Source] = {
         license=_WIKIDATA_TERMS, tag="wikidata"),
         strict=False, aliases="graph", unsized="a Wikidata dump is too large to read at init",
         nobel=True, flags="factprobe.builders.sources.wikidata_dump.flags"),
+    "lama": Source(Lazy(_READERS, "lama"), "path", "(LAMA's data/ folder: TREx/, Google_RE/, "
+                                                   "relations.jsonl)", _bench_card("LAMA", (
+        "cc-by-nc-4.0", "derived from LAMA, whose data is licensed CC BY-NC 4.0 "
+                        "(facebookresearch/LAMA)"))),
+    "popqa": Source(Lazy(_READERS, "popqa"), "path", "(PopQA's popQA.tsv)",
+                    _bench_card("PopQA")),
+    "entityquestions": Source(Lazy(_READERS, "entityquestions"), "path",
+                              "(EntityQuestions' dataset/ folder: train/, dev/, test/)",
+                              _bench_card("EntityQuestions", (
+                                  "mit", "derived from EntityQuestions, whose dataset is "
+                                         "released under the MIT license"))),
+    "bear": Source(Lazy(_READERS, "bear"), "path", "(a BEAR folder: metadata_relations.json, "
+                                                   "P<id>.jsonl)", _bench_card("BEAR")),
+    "pararel": Source(Lazy(_READERS, "pararel"), "path", "(ParaRel's data/ folder: "
+                                                         "pattern_data/graphs_json/, "
+                                                         "trex_lms_vocab/)",
+                      _bench_card("ParaRel")),
 }
 
 

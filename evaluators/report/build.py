@@ -85,6 +85,7 @@ class ReportConfig:
     # the papers' readings of the matrices by default; the others are named options
     subsumption: str = "per-relation"     # ZP-LKE Tables 2 and 11 | pooled
     sharing_unit: str = "fact-template"   # BELIEF Sec. 7 | prompt
+    by: str | None = None                 # --by COLUMN: headline metrics per slice (.slices)
 
 
 def _csv(frame: pd.DataFrame, path: Path) -> None:
@@ -120,6 +121,9 @@ def build_report(cfg: ReportConfig) -> Path:
     notes.extend(skipped)
     for r in runs:                  # what each run left out, and why (as 'factprobe eval' said)
         notes.extend(f"{r.key}: {line}" for line in skipped_lines(r.metrics, r.info))
+    if cfg.by:
+        from factprobe.evaluators.report.slices import slice_table, slices_markdown
+        by_table, by_notes = slice_table(runs, selected, cfg.by, cfg.options, progress=bar)
 
     out = Path(cfg.out)
     with atomic_folder(out, "report") as tmp:
@@ -162,6 +166,12 @@ def build_report(cfg: ReportConfig) -> Path:
             f"\n{escape(line)}\n" for line in coverage_notes(groups))
         report = render(runs, lb_md, rel_md, validity_markdown(val_table), cmp_md, mat_md,
                         figures, notes, cfg)
+        if cfg.by:                  # only with --by: a report without it keeps its bytes
+            by_name = f"by_{slug(cfg.by)}"
+            by_md = slices_markdown(by_table, cfg.by, by_notes)
+            _csv(by_table, tables / f"{by_name}.csv")
+            (tables / f"{by_name}.md").write_text(by_md, encoding="utf-8")
+            report = report.rstrip("\n") + "\n\n" + by_md
         (tmp / "report.md").write_text(report, encoding="utf-8")
         if cfg.html:
             from factprobe.evaluators.report.html.page import write_html

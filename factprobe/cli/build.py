@@ -6,6 +6,9 @@ import argparse
 from factprobe.core.argtypes import count, positive, relation_list
 from factprobe.cli import templates as cli_templates  # templates, misprimes, multiprompt, fktc
 from factprobe.cli.common import cache_dir, network_flags, network_options, show_progress
+from factprobe.cli import imports as cli_imports
+
+IMPORTS = ("lama", "popqa", "entityquestions", "bear", "pararel")   # the benchmark importers
 
 
 EPILOG_FACTS = """examples:
@@ -18,6 +21,8 @@ EPILOG_FACTS = """examples:
   factprobe build facts --source csv --path triples.csv --relations all --out csv-facts/
   factprobe build facts --source wikidata-dump --path latest-all.json.bz2 \\
       --relations P19,P36,P37 --out wd-facts/
+  factprobe build facts --source popqa --path popQA.tsv --relations all --out popqa-facts/
+  factprobe build facts --source lama --path LAMA/data --relations all --out lama-facts/
 """
 
 
@@ -27,7 +32,8 @@ def _add_facts(sub, common) -> None:
                        epilog=EPILOG_FACTS, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--source", required=True, choices=tuple(SOURCES))
     p.add_argument("--endpoint", help="SPARQL endpoint URL (sparql; overrides wikidata's)")
-    p.add_argument("--path", help="input file or folder (rdf, trex, csv, wikidata-dump)")
+    p.add_argument("--path", help="input file or folder (rdf, trex, csv, wikidata-dump, and the "
+                        "benchmarks lama, popqa, entityquestions, bear, pararel)")
     p.add_argument("--relations", required=True, type=relation_list,
                    help="comma-separated relation ids (P36, prefix:name, full IRI) or 'all'")
     p.add_argument("--limit", type=positive, help="at most N facts per relation")
@@ -59,6 +65,9 @@ def _run_facts(args) -> str:
                       options=_own_options(args, SOURCES[args.source]),
                       progress=show_progress(args))
     out = build_facts(cfg)
+    if args.source in IMPORTS:
+        from factprobe.cli.imports import facts_note
+        return f"wrote {out}{facts_note(args.source, out)}"
     return f"wrote {out}"
 
 
@@ -118,6 +127,9 @@ def _add_mc(sub, common) -> None:
     p.add_argument("--seed", type=count, default=0)
     p.add_argument("--exclude-relations", default="",
                    help="comma-separated relations to leave out (ambiguous objects)")
+    p.add_argument("--choices-from", metavar="COLUMN",
+                   help="each row's options from this list column of the facts, as published "
+                        "(an imported BEAR's answer_space), instead of --choices drawn ones")
     p.add_argument("--strip-suffix", action="append", metavar="SUFFIX",
                    help="map 'X SUFFIX' to 'X' when both are objects of a relation "
                         "(default: ' language'; pass '' to disable)")
@@ -134,7 +146,8 @@ def _run_mc(args) -> str:
                    test=args.test, seed=args.seed,
                    exclude_relations=tuple(x.strip() for x in args.exclude_relations.split(",")
                                            if x.strip()),
-                   strip_suffixes=suffixes, progress=show_progress(args))
+                   strip_suffixes=suffixes, choices_from=args.choices_from,
+                   progress=show_progress(args))
     return f"wrote {build_mc(cfg)}"
 
 
@@ -202,3 +215,4 @@ def register(subparsers, common: argparse.ArgumentParser) -> None:
     _add_mc(sub, common)
     _add_nobel(sub, common)
     cli_templates.add_commands(sub, common)
+    cli_imports.add_command(sub, common)

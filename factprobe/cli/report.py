@@ -60,6 +60,10 @@ def register(subparsers, common) -> None:
                    help="BELIEF knowledge-sharing unit: covered facts per template, as the "
                         "paper's Sec. 7 (fact-template, default), or every (fact, template, "
                         "subject name) prompt (prompt)")
+    p.add_argument("--by", metavar="COLUMN",
+                   help="also every headline metric per slice of a fact column of the runs' "
+                        "datasets (split, relation_type, s_pop...; numbers bucketed by powers "
+                        "of ten), each computed on the slice's facts alone")
     p.add_argument("--no-plots", action="store_true", help="skip the figures")
     p.add_argument("--html", action="store_true", help="also write index.html: the explorer "
                    "page (leaderboard, validity, heatmaps, each fact's prompts and answers); "
@@ -77,5 +81,5 @@ def _run(args) -> str:
                                     common_facts=args.common_facts, planted=args.planted,
                                     plots=not args.no_plots, progress=not args.quiet,
                                     html=args.html, subsumption=args.subsumption,
-                                    sharing_unit=args.sharing_unit))
+                                    sharing_unit=args.sharing_unit, by=args.by))
     return f"wrote {out}/report.md" + (f" and {out}/index.html" if args.html else "")

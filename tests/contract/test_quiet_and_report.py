@@ -38,6 +38,8 @@ GOOD = {
                           "templates", "--out", "q-mp"],
     "build fktc": ["build", "fktc", "--facts", "aliases", "--templates", "templates",
                    "--out", "q-fktc"],
+    "build import-templates": ["build", "import-templates", "--format", "pararel", "--path",
+                               "{bench}/pararel/data", "--out", "q-imported"],
     "eval zp-lke": ["eval", "zp-lke", "--dataset", "mc", "--model", "model", "--examples", "2",
                     "--response-tokens", "2", *LIMIT, "--out", "q-zp"],
     "eval prompt": ["eval", "prompt", "--dataset", "mc", "--model", "model",
@@ -90,7 +92,8 @@ def test_every_command_accepts_quiet_and_is_tried_here():
 
 def _argv(words: str, workspace: Path) -> list[str]:
     from tests.contract.conftest import TEMPLATES
-    return [a.format(templates=TEMPLATES) for a in GOOD[words]]
+    bench = Path(__file__).resolve().parents[1] / "fixtures" / "benchmarks"
+    return [a.format(templates=TEMPLATES, bench=bench) for a in GOOD[words]]
 
 
 @pytest.fixture

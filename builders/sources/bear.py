@@ -1,0 +1,159 @@
+"""BEAR as lm-pub-quiz reads it (Wiland, Ploner and Akbik, 2024, "BEAR: A Unified Framework for
+Evaluating Relational Knowledge in Causal and Masked Language Models", NAACL Findings;
+lm-pub-quiz/BEAR): a folder with ``metadata_relations.json`` (per relation: ``templates``,
+``answer_space_labels``, ``answer_space_ids``) and one ``P<id>.jsonl`` per relation (``sub_id``,
+``sub_label``, ``sub_aliases``, ``obj_id``, ``obj_label``, ``answer_idx``: the object's place in
+the answer space).
+
+Each fact keeps ``answer_idx`` and the relation's answer space (``answer_space``, its labels in
+the published order): the multiple-choice options lm-pub-quiz poses. In BEAR every answer-space
+entry is the object of some instance, so ``factprobe build mc`` draws its distractors from that
+same answer space. ``relation_info.json`` beside the folder (the domains of each relation) gives
+``domains``. The folder's name (``BEAR``, ``BEAR-big``) is recorded as the release.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+
+from factprobe.core import jsonsafe
+from factprobe.core.errors import UserError
+from factprobe.builders.datasets.facts import SourceResult
+from factprobe.builders.sources.bench_files import (
+    BenchRows,
+    json_lines,
+    need_folder,
+    relation_files,
+    sha256,
+    text_field,
+    text_list,
+)
+
+METADATA = "metadata_relations.json"
+EXTRA = {"answer_idx": pa.int32(), "answer_space": pa.list_(pa.string()),
+         "domains": pa.list_(pa.string())}
+MAX_METADATA_BYTES = 1 << 28
+
+
+def _json_file(f: Path, what: str) -> dict:
+    if f.stat().st_size > MAX_METADATA_BYTES:
+        raise UserError(f"{f}: {f.stat().st_size} bytes, far more than any {what}")
+    try:
+        data = jsonsafe.loads(f.read_bytes())
+    except (ValueError, UnicodeDecodeError):
+        raise UserError(f"{f}: not a JSON file; give BEAR's {what} as released") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{f}: a JSON {type(data).__name__}, not an object keyed by relation")
+    return data
+
+
+def metadata(root: Path) -> dict[str, dict]:
+    """metadata_relations.json, each relation's entry checked: templates (texts), and
+    answer_space_labels and answer_space_ids (texts, of one length) when it has them (BEAR's
+    has; BEAR-big's holds templates only)."""
+    f = root / METADATA
+    if not f.is_file():
+        raise UserError(f"{root} has no {METADATA}; --source bear reads a BEAR folder "
+                        f"(lm-pub-quiz's format: {METADATA} and P<id>.jsonl)")
+    data = _json_file(f, METADATA)
+    for rid, entry in data.items():
+        where = f"{f}: relation {rid}"
+        if not isinstance(entry, dict):
+            raise UserError(f"{where}: not a JSON object")
+        given = [k for k in ("answer_space_labels", "answer_space_ids") if k in entry]
+        if len(given) == 1:
+            raise UserError(f"{where}: {given[0]} without "
+                            f"{({'answer_space_labels', 'answer_space_ids'} - set(given)).pop()}")
+        for key in ("templates", *given):
+            value = entry.get(key)
+            if not isinstance(value, list) or not value or not all(
+                    isinstance(x, str) and x for x in value):
+                raise UserError(f"{where}: field {key!r} is not a non-empty list of texts")
+        if given and len(entry["answer_space_labels"]) != len(entry["answer_space_ids"]):
+            raise UserError(f"{where}: answer_space_labels has {len(entry['answer_space_labels'])}"
+                            f" entries, answer_space_ids {len(entry['answer_space_ids'])}")
+    return data
+
+
+def read_bear(path: str, relations: list[str] | None, *, limit: int | None = None,
+              skip_bad: bool = False) -> SourceResult:
+    root = need_folder(path, "bear", f"a BEAR folder ({METADATA} and P<id>.jsonl)")
+    meta = metadata(root)
+    info_file = root.parent / "relation_info.json"
+    info = _json_file(info_file, "relation_info.json") if info_file.is_file() else {}
+    rows = BenchRows("bear", relations, EXTRA, limit=limit, skip_bad=skip_bad)
+    files = {f.stem: f for f in relation_files(root)}
+    derived: list[str] = []
+    # The released BEAR-big names P414 in its metadata but ships no P414.jsonl: a relation
+    # without instances is counted and named, not refused; a file the metadata does not name
+    # gets the answer space of its objects, like BEAR-big's relations.
+    no_file = [r for r in meta if r not in files]
+    no_meta = [r for r in files if r not in meta]
+    for rid in no_file:
+        rows.take.present.add(rid)
+        rows.skip("relations_without_instance_file")
+    for rid in [r for r in meta if r in files] + no_meta:
+        f = files[rid]
+        entry = meta.get(rid, {})
+        domains = (info.get(rid) or {}).get("domains") if isinstance(info.get(rid), dict) else None
+        domains = [d for d in domains if isinstance(d, str)] if isinstance(domains, list) else []
+        lines, parsed = _instances(f, rows)
+        if "answer_space_ids" in entry:
+            space_ids, space = entry["answer_space_ids"], entry["answer_space_labels"]
+        else:   # BEAR-big: the relation's distinct objects, in the order they first appear
+            derived.append(rid)
+            first: dict[str, str] = {}
+            for p in parsed:
+                first.setdefault(p[1][2], p[1][3])
+            space_ids, space = list(first), list(first.values())
+        place = {i: k for k, i in enumerate(space_ids)}
+        kept = 0
+        for where, vals, aliases, idx in parsed:
+            if idx is None and "answer_space_ids" not in entry:
+                idx = place[vals[2]]
+            if not isinstance(idx, int) or isinstance(idx, bool) or not 0 <= idx < len(space):
+                rows.bad(where, f"field 'answer_idx' is {idx!r}, not a place in the answer "
+                                f"space of {len(space)}")
+                continue
+            if space_ids[idx] != vals[2]:
+                rows.bad(where, f"field 'answer_idx' {idx} points to {space_ids[idx]}, not the "
+                                f"obj_id {vals[2]}")
+                continue
+            if rows.add(rid, {"subject_id": vals[0], "subject": vals[1], "object_id": vals[2],
+                              "object": vals[3], "answer_idx": idx, "answer_space": space,
+                              "domains": domains}):
+                kept += 1
+                rows.take.alias(vals[0], aliases)
+        rows.file_read(f, lines, kept, root)
+    rows.files[METADATA] = {"sha256": sha256(root / METADATA)}
+    if info:
+        rows.files["../relation_info.json"] = {"sha256": sha256(info_file)}
+    noted = {"answer_space_derived": derived, "relations_without_instance_file": no_file,
+             "relations_without_metadata": no_meta}
+    return rows.result(root, f"BEAR folder {root.name} (lm-pub-quiz/BEAR)",
+                       {k: v for k, v in noted.items() if v})
+
+
+def _instances(f: Path, rows: BenchRows) -> tuple[int, list]:
+    """(lines, [(where, (sub_id, sub_label, obj_id, obj_label), sub_aliases, answer_idx)]) of
+    one relation file's well-formed lines."""
+    lines, out = 0, []
+    for n, obj in json_lines(f, rows):
+        lines = n
+        where = f"{f}:{n}"
+        vals = [text_field(obj, k, where, rows, label=k.endswith("label")) for k in
+                ("sub_id", "sub_label", "obj_id", "obj_label")]
+        aliases = text_list(obj, "sub_aliases", where, rows)
+        if None in vals or aliases is None:
+            continue
+        out.append((where, vals, aliases, obj.get("answer_idx")))
+    return lines, out
+
+
+def bear_templates(path: str) -> tuple[list[tuple[str, str, str]], dict]:
+    """(relation, id, template) of every template of metadata_relations.json, in its order."""
+    root = need_folder(path, "bear", f"a BEAR folder ({METADATA})")
+    meta = metadata(root)
+    return ([(rid, f"b{i}", t) for rid, entry in meta.items()
+             for i, t in enumerate(entry["templates"], start=1)], {METADATA: root / METADATA})
