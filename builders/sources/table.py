@@ -85,7 +85,9 @@ class Source:
     ``OPTIONS`` (a typed dataclass with ``params()``), ``add_flags(parser)`` and
     ``read_flags(args)`` (builders/sources/graph_flags.py); the command line adds each such
     module's flags once, and the source's reader finds its options under
-    ``FactsConfig.options[NAME]``.
+    ``FactsConfig.options[NAME]``. ``summary``: ``build facts``' line counts the facts and
+    relations read and what was left out (a published benchmark's release, whose every row is
+    imported or accounted for).
     """
     read: Callable[[FactsConfig], SourceResult | contextlib.AbstractContextManager]
     reads: Literal["path", "endpoint"]
@@ -96,6 +98,7 @@ class Source:
     unsized: str | None = None
     nobel: bool = False
     flags: str | None = None
+    summary: bool = False
 
     def flags_module(self):
         """The module of the source's own flags (imported now), or None."""
@@ -185,20 +188,20 @@ SOURCES: dict[str, Source] = {
     "lama": Source(Lazy(_READERS, "lama"), "path", "(LAMA's data/ folder: TREx/, Google_RE/, "
                                                    "relations.jsonl)", _bench_card("LAMA", (
         "cc-by-nc-4.0", "derived from LAMA, whose data is licensed CC BY-NC 4.0 "
-                        "(facebookresearch/LAMA)"))),
+                        "(facebookresearch/LAMA)")), summary=True),
     "popqa": Source(Lazy(_READERS, "popqa"), "path", "(PopQA's popQA.tsv)",
-                    _bench_card("PopQA")),
+                    _bench_card("PopQA"), summary=True),
     "entityquestions": Source(Lazy(_READERS, "entityquestions"), "path",
                               "(EntityQuestions' dataset/ folder: train/, dev/, test/)",
                               _bench_card("EntityQuestions", (
                                   "mit", "derived from EntityQuestions, whose dataset is "
-                                         "released under the MIT license"))),
+                                         "released under the MIT license")), summary=True),
     "bear": Source(Lazy(_READERS, "bear"), "path", "(a BEAR folder: metadata_relations.json, "
-                                                   "P<id>.jsonl)", _bench_card("BEAR")),
+                                                   "P<id>.jsonl)", _bench_card("BEAR"), summary=True),
     "pararel": Source(Lazy(_READERS, "pararel"), "path", "(ParaRel's data/ folder: "
                                                          "pattern_data/graphs_json/, "
                                                          "trex_lms_vocab/)",
-                      _bench_card("ParaRel")),
+                      _bench_card("ParaRel"), summary=True),
 }
 
 

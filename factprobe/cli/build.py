@@ -8,8 +8,6 @@ from factprobe.cli import templates as cli_templates  # templates, misprimes, mu
 from factprobe.cli.common import cache_dir, network_flags, network_options, show_progress
 from factprobe.cli import imports as cli_imports
 
-IMPORTS = ("lama", "popqa", "entityquestions", "bear", "pararel")   # the benchmark importers
-
 
 EPILOG_FACTS = """examples:
   factprobe build facts --source rdf --path data/kg/sample.ttl \\
@@ -65,7 +63,7 @@ def _run_facts(args) -> str:
                       options=_own_options(args, SOURCES[args.source]),
                       progress=show_progress(args))
     out = build_facts(cfg)
-    if args.source in IMPORTS:
+    if SOURCES[args.source].summary:
         from factprobe.cli.imports import facts_note
         return f"wrote {out}{facts_note(args.source, out)}"
     return f"wrote {out}"
