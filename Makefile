@@ -25,14 +25,19 @@ setup: $(STAMP)
 repro: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro
 
+# The suite runs on TEST_WORKERS processes (pytest-xdist; 1: in this process). Work stealing
+# keeps both busy to the end: the long whole-pipeline tests would otherwise queue on one worker.
+TEST_WORKERS ?= 2
+PYTEST_WORKERS := $(if $(filter 1,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist worksteal)
+
 test: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest $(PYTEST_WORKERS)
 
 # The inner loop (under 2 minutes): unit tests and doctests, without the tests marked slow
 # (whole-CLI contract runs, servers, models; see SLOW_MODULES in tests/conftest.py). Works on a
 # fresh checkout: no `make repro` needed (tests/sample_repo.py builds the sample datasets).
 test-fast: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -m "not slow"
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest $(PYTEST_WORKERS) -m "not slow"
 
 # The CPU figures of docs/benchmarks.md (about 35 minutes on 2 cores; GPU: benchmarks/gpu.sh).
 bench: $(STAMP)
