@@ -125,11 +125,16 @@ def subject_scores(outputs: pd.DataFrame) -> pd.DataFrame:
     """One row per fact with ``period_after_subject`` (the "." log-prob) and
     ``subject_likelihood`` (the subject's mean token log-prob); empty without such rows.
 
-    >>> rows = pd.DataFrame({"stage": [STAGE] * 2, "fact_id": ["a", "a"],
-    ...                      "relation_id": ["r", "r"], "subject_score": list(SCORES),
-    ...                      "token_logprobs": [[-0.5], [-1.0, -3.0]]})
-    >>> subject_scores(rows).to_dict("records")
-    [{'relation_id': 'r', 'fact_id': 'a', 'period_after_subject': -0.5, 'subject_likelihood': -2.0}]
+    A score over no token is missing, not 0: a subject that ends in "." ("Martin Luther King
+    Jr.") takes the "." into its own last token, and the sum over the empty rest would read as
+    certainty (log P = 0) for that fact alone.
+
+    >>> rows = pd.DataFrame({"stage": [STAGE] * 4, "fact_id": ["a", "a", "b", "b"],
+    ...                      "relation_id": ["r"] * 4, "subject_score": list(SCORES) * 2,
+    ...                      "token_logprobs": [[-0.5], [-1.0, -3.0], [], [-2.0]]})
+    >>> subject_scores(rows).to_dict("records")  # doctest: +NORMALIZE_WHITESPACE
+    [{'relation_id': 'r', 'fact_id': 'a', 'period_after_subject': -0.5, 'subject_likelihood': -2.0},
+     {'relation_id': 'r', 'fact_id': 'b', 'period_after_subject': nan, 'subject_likelihood': -2.0}]
     """
     cols = ["relation_id", "fact_id", *SCORES]
     if "stage" not in outputs.columns or "subject_score" not in outputs.columns:
@@ -137,11 +142,11 @@ def subject_scores(outputs: pd.DataFrame) -> pd.DataFrame:
     rows = outputs[outputs["stage"] == STAGE]
     if rows.empty:
         return pd.DataFrame(columns=cols)
-    vals = [float(sum(lp) / len(lp)) if s == SCORES[1] and len(lp) else float(sum(lp))
-            for s, lp in zip(rows["subject_score"], rows["token_logprobs"])]
+    vals = [float("nan") if not len(lp) else float(sum(lp) / len(lp)) if s == SCORES[1]
+            else float(sum(lp)) for s, lp in zip(rows["subject_score"], rows["token_logprobs"])]
     wide = rows.assign(v=vals).pivot_table(index=["relation_id", "fact_id"],
                                            columns="subject_score", values="v",
-                                           aggfunc="first")
+                                           aggfunc="first", dropna=False)
     wide = wide.reset_index()
     wide.columns.name = None
     return wide.reindex(columns=cols)
