@@ -203,3 +203,5 @@ def register(subparsers, common: argparse.ArgumentParser) -> None:
     _add_mc(sub, common)
     _add_nobel(sub, common)
     cli_templates.add_commands(sub, common)
+    from factprobe.cli.refresh import add_refresh
+    add_refresh(sub, common)

@@ -1,0 +1,95 @@
+"""``factprobe build refresh`` (a dataset read again from a later snapshot of its graph) and
+``factprobe diff`` (what changed between two facts datasets)."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from factprobe.core.argtypes import positive
+from factprobe.cli.common import cache_dir, network_flags, show_progress
+from factprobe.cli.dump_flags import add_dump_flags, dump_options
+
+EPILOG_REFRESH = """examples:
+  factprobe build refresh --dataset data/datasets/wd-facts --source wikidata --out wd-facts-now/
+  factprobe build refresh --dataset wd-facts/ --source wikidata-dump \\
+      --path latest-all.json.bz2 --out wd-facts-2025/
+  factprobe build refresh --dataset facts/ --source sparql \\
+      --endpoint http://127.0.0.1:7878/query --out facts-later/
+  factprobe diff wd-facts/ wd-facts-2025/ --out wd-diff/
+"""
+
+EPILOG_DIFF = """examples:
+  factprobe diff wd-facts/ wd-facts-2025/                  # the one-screen summary
+  factprobe diff wd-facts/ wd-facts-2025/ --out wd-diff/   # + diff.parquet, summary.md
+  factprobe diff wd-facts/ wd-facts-2025/ --format json    # counts for scripts
+"""
+
+
+def add_refresh(sub, common) -> None:
+    from factprobe.builders.sources.table import SOURCES
+    p = sub.add_parser("refresh", parents=[common],
+                       help="read a dataset's facts again from a later snapshot of its graph",
+                       epilog=EPILOG_REFRESH, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dataset", required=True, help="the dataset whose facts to read again")
+    p.add_argument("--source", required=True,
+                   choices=tuple(n for n in SOURCES if n in ("wikidata", "wikidata-dump",
+                                                             "sparql", "rdf")))
+    p.add_argument("--endpoint", help="SPARQL endpoint URL (sparql; overrides wikidata's)")
+    p.add_argument("--path", help="the dump (wikidata-dump) or RDF file (rdf)")
+    p.add_argument("--out", required=True, help="output dataset folder")
+    p.add_argument("--lang", help="label language (default: the dataset's)")
+    p.add_argument("--page-size", type=positive, default=10_000, help="SPARQL page size")
+    p.add_argument("--date-format", choices=("date", "year"),
+                   help="how date objects are written (default: the dataset's)")
+    p.add_argument("--prefix", action="append", metavar="NAME=IRI",
+                   help="a namespace prefix for ids (default: the dataset's; repeatable)")
+    p.add_argument("--skip-bad", action="store_true",
+                   help="skip malformed dump lines and count them instead of failing")
+    network_flags(p)
+    add_dump_flags(p)
+    p.set_defaults(run=run_refresh)
+
+
+def run_refresh(args) -> str:
+    from factprobe.builders.datasets.refresh import REFRESH_INPUT, RefreshConfig, build_refresh
+    from factprobe.builders.inputs import resolve_input
+    from factprobe.builders.sources.config import FactsConfig
+    from factprobe.builders.sources.iris import parse_prefix_args
+    from factprobe.builders.sources.table import source_for
+    source_for(args.source, args.path, args.endpoint)   # a flag conflict before any reading
+    facts = FactsConfig(source=args.source, relations=None, out=args.out, path=args.path,
+                        endpoint=args.endpoint, lang=args.lang or "",
+                        page_size=args.page_size, date_format=args.date_format or "",
+                        prefixes=parse_prefix_args(args.prefix), skip_bad=args.skip_bad,
+                        contact=args.contact, cache_dir=cache_dir(args), refresh=args.refresh,
+                        timeout_s=args.timeout, max_answer_mb=args.max_answer_mb,
+                        retries=args.retries, progress=show_progress(args),
+                        dump=dump_options(args, cache_dir(args)))
+    out = build_refresh(RefreshConfig(resolve_input(args.dataset, REFRESH_INPUT), facts))
+    return f"wrote {out}"
+
+
+def add_diff(subparsers, common) -> None:
+    p = subparsers.add_parser("diff", parents=[common],
+                              help="what changed between two facts datasets, row by row",
+                              epilog=EPILOG_DIFF,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("old", help="the earlier dataset")
+    p.add_argument("new", help="the later dataset (e.g. written by 'build refresh')")
+    p.add_argument("--out", help="also write diff.parquet, summary.md and dataset.json here")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="what is printed: the Markdown summary, or JSON counts (text)")
+    p.set_defaults(run=run_diff)
+
+
+def run_diff(args) -> str:
+    from factprobe.builders.datasets.diff_report import DIFF_INPUT, DiffConfig, diff_datasets
+    from factprobe.builders.inputs import resolve_input
+    old = resolve_input(args.old, DIFF_INPUT)
+    new = resolve_input(args.new, DIFF_INPUT)
+    _, result, summary = diff_datasets(DiffConfig(old, new, args.out))
+    if args.format == "json":
+        print(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False))
+    elif not args.quiet:
+        print(summary)
+    return f"wrote {args.out}" if args.out else ""
