@@ -15,9 +15,11 @@ from factprobe.core.markers import stamp
 from factprobe.core.provenance import facts_root, input_of, make_provenance
 from factprobe.core.tables import base_manifest, dumps_json, read_table, write_parquet
 from factprobe.builders.datasets.diff import CHANGES, DIFF_COLUMNS, change_counts, diff_facts
+from factprobe.builders.datasets.refresh import FACT_KINDS
 from factprobe.builders.inputs import InputDataset, Needs, as_input
 
-DIFF_INPUT = Needs("diff", None, columns=DIFF_COLUMNS)
+OLD_INPUT = Needs("OLD", FACT_KINDS, columns=DIFF_COLUMNS)
+NEW_INPUT = Needs("NEW", FACT_KINDS, columns=DIFF_COLUMNS)
 SHOWN_ROWS = 15     # rows of the diff the summary shows; the table holds them all
 
 
@@ -77,7 +79,7 @@ def summary_markdown(result: dict, diff: pa.Table) -> str:
 
 def diff_datasets(cfg: DiffConfig) -> tuple[pa.Table, dict, str]:
     """(diff table, the JSON result, the Markdown summary); written to ``cfg.out`` when given."""
-    old, new = as_input(cfg.old, DIFF_INPUT), as_input(cfg.new, DIFF_INPUT)
+    old, new = as_input(cfg.old, OLD_INPUT), as_input(cfg.new, NEW_INPUT)
     diff = diff_facts(read_table(old.folder, "facts", list(DIFF_COLUMNS)),
                       read_table(new.folder, "facts", list(DIFF_COLUMNS)))
     totals, per = change_counts(diff)

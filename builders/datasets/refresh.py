@@ -24,8 +24,9 @@ from factprobe.builders.datasets.facts import triple_count
 from factprobe.builders.inputs import InputDataset, Needs, as_input
 from factprobe.builders.sources.config import FactsConfig
 
-# Any dataset whose facts table names its pairs by id (facts, aliases, mc, misprimes...).
-REFRESH_INPUT = Needs("--dataset", None, columns=("relation_id", "subject_id", "object_id"))
+# The datasets whose facts table names its pairs by id (facts, aliases, mc, misprimes...).
+FACT_KINDS = ("facts", "mc", "misprimes", "multiprompt", "fktc", "nobel")
+REFRESH_INPUT = Needs("--dataset", FACT_KINDS, columns=("relation_id", "subject_id", "object_id"))
 # Sources that name entities by Wikidata id: the dataset's ids must be Wikidata's.
 WIKIDATA_SOURCES = ("wikidata", "wikidata-dump")
 GONE_LISTED = 100   # pairs named in the manifest; the diff table lists every one

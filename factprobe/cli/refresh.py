@@ -83,10 +83,10 @@ def add_diff(subparsers, common) -> None:
 
 
 def run_diff(args) -> str:
-    from factprobe.builders.datasets.diff_report import DIFF_INPUT, DiffConfig, diff_datasets
+    from factprobe.builders.datasets.diff_report import NEW_INPUT, OLD_INPUT, DiffConfig, diff_datasets
     from factprobe.builders.inputs import resolve_input
-    old = resolve_input(args.old, DIFF_INPUT)
-    new = resolve_input(args.new, DIFF_INPUT)
+    old = resolve_input(args.old, OLD_INPUT)
+    new = resolve_input(args.new, NEW_INPUT)
     _, result, summary = diff_datasets(DiffConfig(old, new, args.out))
     if args.format == "json":
         print(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False))
