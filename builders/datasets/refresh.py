@@ -4,7 +4,9 @@ file).
 
 The source is read as ``build facts`` reads it, for the dataset's relations, through the same
 assembly (best-rank objects, labels, aliases, de-duplication); only the rows whose
-(relation, subject) pair the dataset holds are kept. A pair the snapshot no longer has is
+(relation, subject) pair the dataset holds are kept. A SPARQL source (Wikidata's query service
+included) is asked for those subjects only, a few hundred per query; a dump is read whole, as
+``build facts`` reads it. A pair the snapshot no longer has is
 counted and listed in the manifest; ``factprobe diff`` says row by row what changed.
 """
 from __future__ import annotations
@@ -77,14 +79,18 @@ def check_ids(pairs: pa.Table, source: str, spec: str) -> None:
                             f"this dataset from its own graph with --source sparql or rdf")
 
 
-def source_config(cfg: RefreshConfig, inp: InputDataset, relations: list[str]) -> FactsConfig:
+def source_config(cfg: RefreshConfig, inp: InputDataset, pairs: pa.Table) -> FactsConfig:
     """The ``build facts`` config that reads the dataset's relations, in its language and date
     form unless the command said otherwise."""
     params = inp.manifest.get("params") or {}
+    relations = sorted(pc.unique(pairs["relation_id"]).to_pylist())
+    subjects: dict[str, list[str]] = {r: [] for r in relations}
+    for rel, subject in zip(pairs["relation_id"].to_pylist(), pairs["subject_id"].to_pylist()):
+        subjects[rel].append(subject)
     prefixes = params.get("prefixes") if isinstance(params.get("prefixes"), dict) else {}
     facts = cfg.facts
     return replace(
-        facts, relations=tuple(relations), limit=None,
+        facts, relations=tuple(relations), limit=None, subjects=subjects,
         lang=facts.lang or str(params.get("lang") or "en"),
         date_format=facts.date_format or str(params.get("date_format") or "date"),
         prefixes={**prefixes, **facts.prefixes})
@@ -139,13 +145,16 @@ def build_refresh(cfg: RefreshConfig) -> Path:
     inp = as_input(cfg.dataset, REFRESH_INPUT)
     pairs = dataset_pairs(inp.folder, inp.spec)
     check_ids(pairs, cfg.facts.source, inp.spec)
-    relations = sorted(pc.unique(pairs["relation_id"]).to_pylist())
-    facts_cfg = source_config(cfg, inp, relations)
+    facts_cfg = source_config(cfg, inp, pairs)
+    none_left = UserError(
+        f"the {facts_cfg.source} source has none of the {pairs.num_rows} (relation, subject) "
+        f"pairs of --dataset {inp.spec} (relations {', '.join(facts_cfg.relations or ())}); is "
+        f"it the graph the dataset came from?")
     with read_source(facts_cfg) as result:
         if triple_count(result) == 0:
-            raise UserError(f"the {facts_cfg.source} source holds no facts for the dataset's "
-                            f"relations ({', '.join(relations)}); check the source")
-        # the whole relations read: a snapshot's facts of them, assembled as build facts does
+            raise none_left
+        # assembled as build facts does: the SPARQL sources read only the dataset's subjects,
+        # a dump every subject of its relations (kept below)
         if result.assembly is not None:
             facts, relation_table, _ = result.assembly.assemble()
         else:
@@ -154,9 +163,7 @@ def build_refresh(cfg: RefreshConfig) -> Path:
         provenance = dict(result.provenance)
     kept = keep_pairs(facts, pairs)
     if kept.num_rows == 0:
-        raise UserError(f"the {facts_cfg.source} source has none of the "
-                        f"{pairs.num_rows} (relation, subject) pairs of --dataset {inp.spec}; "
-                        f"is it the graph the dataset came from?")
+        raise none_left
     present = pc.unique(kept["relation_id"])
     relation_table = relation_table.filter(pc.is_in(relation_table["relation_id"],
                                                     value_set=present))

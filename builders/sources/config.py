@@ -29,6 +29,9 @@ class FactsConfig:
     retries: int = 3
     progress: bool = True
     dump: DumpOptions = field(default_factory=DumpOptions)   # how to read a wikidata-dump
+    # relation id -> subject ids: read only those facts (build refresh; the SPARQL sources
+    # query just them, the others read everything and the caller keeps what it asked for)
+    subjects: dict | None = None
 
     def manifest_params(self) -> dict:
         keep = ("source", "relations", "limit", "lang", "page_size", "date_format", "prefixes",

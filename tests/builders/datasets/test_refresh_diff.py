@@ -198,3 +198,27 @@ def test_errors_are_one_line_and_write_nothing(snapshots, tmp_path, capsys, clos
     err = _fails(["diff", original, str(tmp_path / "nowhere")], capsys)
     assert "nowhere" in err
     assert not out.exists()
+
+
+def test_sparql_refresh_asks_for_the_datasets_subjects_only(snapshots, tmp_path, monkeypatch):
+    """Wikidata's query service holds millions of facts of P19: refresh must ask for the
+    dataset's subjects, in batches, and batching must not change a byte of the facts."""
+    from urllib.parse import parse_qs
+
+    from factprobe.builders.sources import graph
+    from tests.conftest import FlakyProxy
+    whole = _refresh(snapshots, tmp_path / "whole")
+    monkeypatch.setattr(graph, "SUBJECT_BATCH", 2)
+    proxy = FlakyProxy(snapshots["url2"])
+    try:
+        batched = _refresh(snapshots, tmp_path / "batched", endpoint=proxy.url,
+                           cache_dir=str(tmp_path / "cache"))
+    finally:
+        proxy.close()
+    assert table(batched, "facts").equals(table(whole, "facts"))
+    queries = [parse_qs(r["body"].decode())["query"][0] for r in proxy.requests]
+    reads = [q for q in queries if "SELECT ?s ?o" in q or "SELECT ?e ?p ?l" in q]
+    assert reads and all("VALUES ?s {" in q for q in reads)
+    asked = [q.count("<http://www.wikidata.org/entity/") for q in queries
+             if "SELECT ?s ?o" in q]
+    assert max(asked) == 2 and len(asked) > len(RELATIONS)
