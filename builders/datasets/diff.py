@@ -18,10 +18,10 @@ row per fact. Everything is sorted, so the same two datasets give the same bytes
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 CHANGES = ("subject_gone", "subject_added", "object_removed", "object_added", "object_changed",
            "object_id_changed", "subject_label_changed", "object_label_changed",
@@ -38,25 +38,33 @@ DIFF_COLUMNS = ("relation_id", "subject_id", "object_id", "subject", "object",
                 "subject_aliases", "object_aliases")
 
 
-@dataclass
-class _Rows:
-    rows: list
+def _alias_json(column: pa.ChunkedArray) -> pd.Series:
+    """Each row's alias list as sorted JSON (``["Berne"]``), the form old_value/new_value hold it
+    in. A dataset repeats a few lists many times (most are empty): each distinct list is written
+    once, not once per row.
 
-    def add(self, change: str, rel: str, sid: str, subject: str, oid: str = "",
-            obj: str = "", old_oid: str = "", old_obj: str = "", old: str = "",
-            new: str = "") -> None:
-        self.rows.append((change, rel, sid, subject, oid, obj, old_oid, old_obj, old, new))
+    >>> _alias_json(pa.chunked_array([[["b", "a"], [], None, ["a", "b"]]])).tolist()
+    ['["a", "b"]', '[]', '[]', '["a", "b"]']
+    """
+    column = column.cast(pa.list_(pa.string()))   # an all-empty column may be list<null>
+    lengths = pc.fill_null(pc.list_value_length(column), 0).cast(pa.string())
+    joined = pc.fill_null(pc.binary_join(column, "\x1f"), "")
+    keys = pd.Series(pc.binary_join_element_wise(lengths, joined, "\x1e")
+                     .to_numpy(zero_copy_only=False))
 
-
-def _aliases(value) -> str:
-    """An alias list as sorted JSON, the form old_value/new_value hold it in."""
-    return json.dumps(sorted(value) if value is not None else [], ensure_ascii=False)
+    def as_json(key: str) -> str:
+        count, _, text = key.partition("\x1e")
+        return json.dumps(sorted(text.split("\x1f")) if count != "0" else [],
+                          ensure_ascii=False)
+    return keys.map({key: as_json(key) for key in keys.unique()})
 
 
 def _frame(facts: pa.Table) -> pd.DataFrame:
-    df = facts.select(list(DIFF_COLUMNS)).to_pandas()
+    df = facts.select(list(DIFF_COLUMNS[:5])).to_pandas()
+    for col in DIFF_COLUMNS[:5]:
+        df[col] = df[col].fillna("").astype(str)   # a null label (none factprobe writes): ""
     for side in ("subject", "object"):
-        df[f"{side}_aliases"] = df[f"{side}_aliases"].map(_aliases)
+        df[f"{side}_aliases"] = _alias_json(facts[f"{side}_aliases"]).to_numpy()
     # one row per fact: a dataset that repeats a triple (none factprobe builds) counts it once
     df = df.drop_duplicates(["relation_id", "subject_id", "object_id"])
     return df.sort_values(["relation_id", "subject_id", "object_id"], kind="stable")
@@ -78,58 +86,73 @@ def diff_facts(old: pa.Table, new: pa.Table) -> pa.Table:
     [('object_changed', 'Q142', 'Paris', 'Versailles'), ('object_label_changed', 'Q29', 'Madrid', 'Madrid (city)')]
     """
     a, b = _frame(old), _frame(new)
-    out = _Rows([])
-    groups_a = dict(iter(a.groupby(["relation_id", "subject_id"], sort=True)))
-    groups_b = dict(iter(b.groupby(["relation_id", "subject_id"], sort=True)))
-    for key in sorted(set(groups_a) | set(groups_b)):
-        rel, sid = key
-        ga, gb = groups_a.get(key), groups_b.get(key)
-        if gb is None:
-            for r in ga.itertuples():
-                out.add("subject_gone", rel, sid, r.subject, r.object_id, r.object)
-            continue
-        if ga is None:
-            for r in gb.itertuples():
-                out.add("subject_added", rel, sid, r.subject, r.object_id, r.object)
-            continue
-        _pair_changes(out, rel, sid, ga, gb)
-    frame = pd.DataFrame(out.rows, columns=DIFF_SCHEMA.names)
-    return pa.Table.from_pandas(frame, schema=DIFF_SCHEMA, preserve_index=False)
+    pair, triple = ["relation_id", "subject_id"], ["relation_id", "subject_id", "object_id"]
+    parts = []
 
+    def part(frame: pd.DataFrame, change, group: int, sub: int = 0, **cols) -> None:
+        out = pd.DataFrame({"change": change, "relation_id": frame["relation_id"],
+                            "subject_id": frame["subject_id"], "subject": frame["subject"]})
+        for name in DIFF_SCHEMA.names[4:]:
+            out[name] = cols.get(name, "")
+        out["_group"], out["_sub"] = group, sub
+        out["_object"] = out["object_id"].where(out["object_id"] != "", out["old_object_id"])
+        parts.append(out)
 
-def _pair_changes(out: _Rows, rel: str, sid: str, ga: pd.DataFrame, gb: pd.DataFrame) -> None:
-    """The changes of one (relation, subject) pair present in both datasets."""
-    first_a, first_b = ga.iloc[0], gb.iloc[0]
-    subject = first_b["subject"]
-    if first_a["subject"] != first_b["subject"]:
-        out.add("subject_label_changed", rel, sid, subject, old=first_a["subject"],
-                new=first_b["subject"])
-    if first_a["subject_aliases"] != first_b["subject_aliases"]:
-        out.add("subject_aliases_changed", rel, sid, subject, old=first_a["subject_aliases"],
-                new=first_b["subject_aliases"])
-    objs_a = ga.set_index("object_id")
-    objs_b = gb.set_index("object_id")
-    removed = [o for o in objs_a.index if o not in objs_b.index]
-    added = [o for o in objs_b.index if o not in objs_a.index]
-    if len(removed) == 1 and len(added) == 1:
-        was, now = objs_a.loc[removed[0]], objs_b.loc[added[0]]
-        kind = "object_id_changed" if was["object"] == now["object"] else "object_changed"
-        out.add(kind, rel, sid, subject, added[0], now["object"], removed[0], was["object"])
-    else:
-        for o in removed:
-            out.add("object_removed", rel, sid, subject, o, objs_a.loc[o, "object"])
-        for o in added:
-            out.add("object_added", rel, sid, subject, o, objs_b.loc[o, "object"])
-    for o in objs_a.index:
-        if o not in objs_b.index:
-            continue
-        was, now = objs_a.loc[o], objs_b.loc[o]
-        if was["object"] != now["object"]:
-            out.add("object_label_changed", rel, sid, subject, o, now["object"],
-                    old=was["object"], new=now["object"])
-        if was["object_aliases"] != now["object_aliases"]:
-            out.add("object_aliases_changed", rel, sid, subject, o, now["object"],
-                    old=was["object_aliases"], new=now["object_aliases"])
+    # facts by triple: in OLD only, in NEW only, in both
+    both = a.merge(b, on=triple, how="outer", suffixes=("_a", "_b"), indicator=True)
+    pairs_a, pairs_b = a[pair].drop_duplicates(), b[pair].drop_duplicates()
+    in_both = pairs_a.merge(pairs_b, on=pair).assign(_both=True)
+    both = both.merge(in_both, on=pair, how="left")
+    both["_both"] = both["_both"].eq(True)
+    gone = both[(both["_merge"] == "left_only") & ~both["_both"]]
+    part(gone.rename(columns={"subject_a": "subject"}), "subject_gone", 2,
+         object_id=gone["object_id"], object=gone["object_a"])
+    new_pairs = both[(both["_merge"] == "right_only") & ~both["_both"]]
+    part(new_pairs.rename(columns={"subject_b": "subject"}), "subject_added", 3,
+         object_id=new_pairs["object_id"], object=new_pairs["object_b"])
+
+    removed = both[(both["_merge"] == "left_only") & both["_both"]]
+    added = both[(both["_merge"] == "right_only") & both["_both"]]
+    # a pair that lost exactly one object and gained exactly one: that object changed
+    one = (removed.groupby(pair).size().rename("_r").to_frame()
+           .join(added.groupby(pair).size().rename("_n"), how="inner"))
+    one = one[(one["_r"] == 1) & (one["_n"] == 1)].reset_index()[pair]
+    swap = removed.merge(one, on=pair)[pair + ["object_id", "object_a"]].merge(
+        added.merge(one, on=pair)[pair + ["object_id", "object_b"]], on=pair,
+        suffixes=("_was", "_now"))
+    swap = swap.merge(b.drop_duplicates(pair)[pair + ["subject"]], on=pair)
+    same = swap["object_a"] == swap["object_b"]
+    part(swap, same.map({True: "object_id_changed", False: "object_changed"}), 2,
+         object_id=swap["object_id_now"], object=swap["object_b"],
+         old_object_id=swap["object_id_was"], old_object=swap["object_a"])
+    keyed = one.assign(_one=True)
+    for frame, change, group, label in ((removed, "object_removed", 2, "object_a"),
+                                        (added, "object_added", 3, "object_b")):
+        rest = frame.merge(keyed, on=pair, how="left")
+        rest = rest[rest["_one"] != True]   # noqa: E712 (NaN for pairs not in one)
+        rest = rest.merge(b.drop_duplicates(pair)[pair + ["subject"]], on=pair)
+        part(rest, change, group, object_id=rest["object_id"], object=rest[label])
+
+    kept = both[both["_merge"] == "both"].merge(
+        b.drop_duplicates(pair)[pair + ["subject"]], on=pair)
+    for field, change, sub in (("object", "object_label_changed", 0),
+                               ("object_aliases", "object_aliases_changed", 1)):
+        diff = kept[kept[f"{field}_a"] != kept[f"{field}_b"]]
+        part(diff, change, 4, sub, object_id=diff["object_id"], object=diff["object_b"],
+             old_value=diff[f"{field}_a"], new_value=diff[f"{field}_b"])
+
+    firsts = a.drop_duplicates(pair).merge(b.drop_duplicates(pair), on=pair,
+                                           suffixes=("_a", "_b"))
+    for field, change, group in (("subject", "subject_label_changed", 0),
+                                 ("subject_aliases", "subject_aliases_changed", 1)):
+        diff = firsts[firsts[f"{field}_a"] != firsts[f"{field}_b"]]
+        part(diff.assign(subject=diff["subject_b"]), change, group,
+             old_value=diff[f"{field}_a"], new_value=diff[f"{field}_b"])
+
+    frame = pd.concat(parts, ignore_index=True).sort_values(
+        ["relation_id", "subject_id", "_group", "_object", "_sub"], kind="stable")
+    return pa.Table.from_pandas(frame[DIFF_SCHEMA.names].astype(str), schema=DIFF_SCHEMA,
+                                preserve_index=False)
 
 
 def change_counts(diff: pa.Table) -> tuple[dict, dict]:

@@ -30,7 +30,7 @@ class DiffConfig:
     out: str | None = None
 
 
-def snapshot(inp: InputDataset) -> dict:
+def snapshot(inp: InputDataset, facts: int) -> dict:
     """Which dataset a side is and which snapshot of which source its facts were read from."""
     manifest = inp.manifest
     counts = manifest.get("counts") if isinstance(manifest.get("counts"), dict) else {}
@@ -40,17 +40,17 @@ def snapshot(inp: InputDataset) -> dict:
     shot = refresh.get("snapshot") or {k: root[k] for k in (
         "type", "endpoint", "path", "dump_date", "retrieved", "sha256") if root.get(k)}
     return {"dataset": manifest.get("name"), "kind": manifest.get("kind"), "spec": inp.spec,
-            "facts": counts.get("facts"), "snapshot": shot}
+            "facts": facts, "snapshot": shot}
 
 
 def _describe(side: dict) -> str:
     shot = side["snapshot"]
-    where = shot.get("endpoint") or shot.get("path") or shot.get("type") or "an unknown source"
+    where = shot.get("endpoint") or shot.get("path") or shot.get("type")
     when = (f"dump of {shot['dump_date']}" if shot.get("dump_date") else
             f"read {', '.join(shot['retrieved'])}" if shot.get("retrieved") else
             f"sha256 {str(shot['sha256'])[:12]}" if shot.get("sha256") else "date unknown")
     return (f"{code(side['spec'])} ({escape(side['kind'])}, {side['facts']} facts): "
-            f"{code(where)}, {escape(when)}")
+            f"{code(where) if where else 'source unknown'}, {escape(when)}")
 
 
 def summary_markdown(result: dict, diff: pa.Table) -> str:
@@ -80,10 +80,12 @@ def summary_markdown(result: dict, diff: pa.Table) -> str:
 def diff_datasets(cfg: DiffConfig) -> tuple[pa.Table, dict, str]:
     """(diff table, the JSON result, the Markdown summary); written to ``cfg.out`` when given."""
     old, new = as_input(cfg.old, OLD_INPUT), as_input(cfg.new, NEW_INPUT)
-    diff = diff_facts(read_table(old.folder, "facts", list(DIFF_COLUMNS)),
-                      read_table(new.folder, "facts", list(DIFF_COLUMNS)))
+    before = read_table(old.folder, "facts", list(DIFF_COLUMNS))
+    after = read_table(new.folder, "facts", list(DIFF_COLUMNS))
+    diff = diff_facts(before, after)
     totals, per = change_counts(diff)
-    result = {"old": snapshot(old), "new": snapshot(new), "rows": diff.num_rows,
+    result = {"old": snapshot(old, before.num_rows), "new": snapshot(new, after.num_rows),
+              "rows": diff.num_rows,
               "counts": totals, "per_relation": per}
     summary = summary_markdown(result, diff)
     if cfg.out:

@@ -54,12 +54,14 @@ def dataset_pairs(folder: Path, spec: str) -> pa.Table:
     facts = read_table(folder, "facts", ["relation_id", "subject_id"])
     if facts.num_rows == 0:
         raise UserError(f"--dataset {spec} holds no facts; there is nothing to refresh")
-    blank = pc.or_(pc.is_null(facts["subject_id"]),
-                   pc.equal(pc.utf8_trim_whitespace(facts["subject_id"]), ""))
-    if pc.any(blank).as_py():
-        raise UserError(f"--dataset {spec}: {pc.sum(blank).as_py()} fact(s) have no subject id; "
-                        f"refresh re-reads facts by id: build the dataset from a source that "
-                        f"keeps ids (Wikidata, a dump, SPARQL, T-REx)")
+    for column in ("subject_id", "relation_id"):
+        # null or blank; fill_null: a comparison with a null is null, not true
+        blank = pc.fill_null(pc.equal(pc.utf8_trim_whitespace(facts[column]), ""), True)
+        if pc.any(blank).as_py():
+            raise UserError(f"--dataset {spec}: {pc.sum(blank).as_py()} fact(s) have no "
+                            f"{column.split('_')[0]} id; refresh re-reads facts by id: build the "
+                            f"dataset from a source that keeps ids (Wikidata, a dump, SPARQL, "
+                            f"T-REx)")
     pairs = facts.group_by(["relation_id", "subject_id"]).aggregate([])
     return pairs.sort_by([("relation_id", "ascending"), ("subject_id", "ascending")])
 
