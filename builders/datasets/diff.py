@@ -67,6 +67,8 @@ def _frame(facts: pa.Table) -> pd.DataFrame:
         df[f"{side}_aliases"] = _alias_json(facts[f"{side}_aliases"]).to_numpy()
     # one row per fact: a dataset that repeats a triple (none factprobe builds) counts it once
     df = df.drop_duplicates(["relation_id", "subject_id", "object_id"])
+    if df.empty:   # pandas cannot merge empty Arrow-backed string columns: plain objects
+        df = df.astype(object)
     return df.sort_values(["relation_id", "subject_id", "object_id"], kind="stable")
 
 
