@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from factprobe.core.errors import UserError
 from factprobe.core.provenance import input_of, make_provenance
-from factprobe.core.tables import base_manifest, read_table, write_dataset
+from factprobe.core.tables import base_manifest, read_schema, read_table, write_dataset
 from factprobe.builders.datasets.build_facts import read_source
 from factprobe.builders.datasets.facts import triple_count
 from factprobe.builders.inputs import InputDataset, Needs, as_input
@@ -143,6 +143,17 @@ def snapshot_of(provenance: dict) -> dict:
     return {k: provenance[k] for k in keep if provenance.get(k) not in (None, "", [])}
 
 
+def changes_since(inp: InputDataset, kept: pa.Table) -> dict | None:
+    """Rows of each change from the dataset to its refresh (:mod:`.diff`); None when the
+    dataset's facts lack a column the diff compares."""
+    from factprobe.builders.datasets.diff import DIFF_COLUMNS, change_counts, diff_facts
+    if not set(DIFF_COLUMNS) <= set(read_schema(inp.folder, "facts").names):
+        return None
+    totals, _ = change_counts(diff_facts(read_table(inp.folder, "facts", list(DIFF_COLUMNS)),
+                                         kept))
+    return totals
+
+
 def build_refresh(cfg: RefreshConfig) -> Path:
     inp = as_input(cfg.dataset, REFRESH_INPUT)
     pairs = dataset_pairs(inp.folder, inp.spec)
@@ -171,6 +182,9 @@ def build_refresh(cfg: RefreshConfig) -> Path:
                                                     value_set=present))
     gone = gone_pairs(pairs, kept)
     counts = refreshed_counts(kept, pairs, gone, facts_cfg.source, snapshot_of(provenance))
+    changes = changes_since(inp, kept)
+    if changes is not None:   # what the dataset card says changed (factprobe diff: each row)
+        counts["refresh"]["changes"] = changes
     params = {**facts_cfg.manifest_params(), "refresh_of": inp.manifest.get("name")}
     manifest = base_manifest(
         Path(facts_cfg.out).name, "facts", provenance, params, counts,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -188,6 +189,11 @@ def test_errors_are_one_line_and_write_nothing(snapshots, tmp_path, capsys, clos
     err = _fails(base[:2] + ["--dataset", str(odd)] + base[4:] +
                  ["--source", "sparql", "--endpoint", snapshots["url2"]], capsys)
     assert "no subject id" in err
+    pq.write_table(t.set_column(t.schema.get_field_index("subject_id"), "subject_id",
+                                pa.array([None] * t.num_rows, pa.string())), odd / "facts.parquet")
+    err = _fails(base[:2] + ["--dataset", str(odd)] + base[4:] +
+                 ["--source", "sparql", "--endpoint", snapshots["url2"]], capsys)
+    assert "no subject id" in err
     # a relation the snapshot does not have
     pq.write_table(t.set_column(t.schema.get_field_index("relation_id"), "relation_id",
                                 [["P99999"] * t.num_rows]), odd / "facts.parquet")
@@ -222,3 +228,18 @@ def test_sparql_refresh_asks_for_the_datasets_subjects_only(snapshots, tmp_path,
     asked = [q.count("<http://www.wikidata.org/entity/") for q in queries
              if "SELECT ?s ?o" in q]
     assert max(asked) == 2 and len(asked) > len(RELATIONS)
+
+
+def test_the_refreshed_datasets_card_says_what_changed(snapshots, tmp_path):
+    later = _refresh(snapshots, tmp_path / "later")
+    changes = json.loads((later / "dataset.json").read_text())["counts"]["refresh"]["changes"]
+    wanted = {}
+    for change, *_ in EXPECTED:
+        wanted[change] = wanted.get(change, 0) + 1
+    assert {k: v for k, v in changes.items() if v} == wanted
+    assert main(["publish", str(later), "--repo-id", "me/later", "--dry-run",
+                 str(tmp_path / "hub"), "--quiet"]) == 0
+    card = (tmp_path / "hub" / "README.md").read_text()
+    assert "#### Changes since `original`" in card
+    assert "| object\\_id\\_changed | 1 |" in card or "| object_id_changed | 1 |" in card
+    assert "refreshed dataset `original`" in card
