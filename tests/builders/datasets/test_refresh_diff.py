@@ -243,3 +243,37 @@ def test_the_refreshed_datasets_card_says_what_changed(snapshots, tmp_path):
     assert "#### Changes since `original`" in card
     assert "| object\\_id\\_changed | 1 |" in card or "| object_id_changed | 1 |" in card
     assert "refreshed dataset `original`" in card
+
+
+def test_diff_two_revisions_of_one_dvc_output(snapshots, tmp_path, monkeypatch, capsys):
+    """``factprobe diff REV1:PATH REV2:PATH`` reads each revision through DVC."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+    later = _refresh(snapshots, tmp_path / "later")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    dvc = str(Path(sys.executable).with_name("dvc"))
+
+    def sh(*argv):
+        subprocess.run(argv, cwd=repo, check=True, capture_output=True)
+    sh("git", "init", "-q")
+    sh("git", "config", "user.email", "t@example.org")
+    sh("git", "config", "user.name", "t")
+    sh(dvc, "init", "-q")
+    for tag, folder in (("v1", snapshots["original"]), ("v2", later)):
+        shutil.rmtree(repo / "data" / "x", ignore_errors=True)
+        shutil.copytree(folder, repo / "data" / "x")
+        sh(dvc, "add", "-q", "data/x")
+        sh("git", "add", "-A")
+        sh("git", "commit", "-qm", tag)
+        sh("git", "tag", tag)
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("FACTPROBE_CACHE_DIR", str(tmp_path / "cache"))
+    assert main(["diff", "v1:data/x", "v2:data/x", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"] == len(EXPECTED)
+    err = _fails(["diff", "v0:data/x", "v2:data/x"], capsys)
+    assert "v0" in err
+    err = _fails(["diff", "v1:data/y", "v2:data/x"], capsys)
+    assert "no folder data/y" in err
