@@ -139,6 +139,11 @@ def test_same_snapshot_gives_no_changes_and_dump_equals_sparql(snapshots, tmp_pa
     from_dump = _refresh(snapshots, tmp_path / "dump", source="wikidata-dump", endpoint=None,
                          path=str(snapshots["later"]["json.bz2"]), dump=opts)
     assert table(from_dump, "facts").equals(table(from_sparql, "facts"))
+    assert table(from_dump, "relations").equals(table(from_sparql, "relations"))
+    # --source wikidata with its endpoint overridden: Wikidata's ids checked, the same facts
+    from_wikidata = _refresh(snapshots, tmp_path / "wikidata", source="wikidata")
+    assert table(from_wikidata, "facts").equals(table(from_sparql, "facts"))
+    assert pq.read_table(from_wikidata / "facts.parquet")["source"][0].as_py() == "wikidata"
     shot = json.loads((from_dump / "dataset.json").read_text())["counts"]["refresh"]["snapshot"]
     assert shot["path"] == str(snapshots["later"]["json.bz2"])
 
