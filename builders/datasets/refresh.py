@@ -166,10 +166,11 @@ def build_refresh(cfg: RefreshConfig) -> Path:
     with read_source(facts_cfg) as result:
         if triple_count(result) == 0:
             raise none_left
-        # assembled as build facts does: the SPARQL sources read only the dataset's subjects,
-        # a dump every subject of its relations (kept below)
+        # assembled as build facts does: the SPARQL sources read only the dataset's subjects;
+        # a dump reads every subject of its relations, kept a row group at a time
         if result.assembly is not None:
-            facts, relation_table, _ = result.assembly.assemble()
+            facts, relation_table, _ = result.assembly.assemble_kept(
+                lambda group: keep_pairs(group, pairs))
         else:
             from factprobe.builders.datasets.facts import assemble_facts
             facts, relation_table, _ = assemble_facts(result)
