@@ -22,6 +22,7 @@ EPILOG_DIFF = """examples:
   factprobe diff wd-facts/ wd-facts-2025/                  # the one-screen summary
   factprobe diff wd-facts/ wd-facts-2025/ --out wd-diff/   # + diff.parquet, summary.md
   factprobe diff wd-facts/ wd-facts-2025/ --format json    # counts for scripts
+  factprobe diff v1.0:data/datasets/wd-facts HEAD:data/datasets/wd-facts   # two DVC revisions
 """
 
 
@@ -33,7 +34,8 @@ def add_refresh(sub, common) -> None:
     p.add_argument("--dataset", required=True, help="the dataset whose facts to read again")
     p.add_argument("--source", required=True,
                    choices=tuple(n for n in SOURCES if n in ("wikidata", "wikidata-dump",
-                                                             "sparql", "rdf")))
+                                                             "sparql", "rdf")),
+                   help="where to read the facts again (build facts' sources that keep ids)")
     p.add_argument("--endpoint", help="SPARQL endpoint URL (sparql; overrides wikidata's)")
     p.add_argument("--path", help="the dump (wikidata-dump) or RDF file (rdf)")
     p.add_argument("--out", required=True, help="output dataset folder")
@@ -74,8 +76,9 @@ def add_diff(subparsers, common) -> None:
                               help="what changed between two facts datasets, row by row",
                               epilog=EPILOG_DIFF,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("old", help="the earlier dataset")
-    p.add_argument("new", help="the later dataset (e.g. written by 'build refresh')")
+    p.add_argument("old", help="the earlier dataset: a folder, hf://ORG/NAME[@REV], or REV:PATH "
+                              "(a git revision of the DVC repository you are in)")
+    p.add_argument("new", help="the later dataset (e.g. written by 'build refresh'), as OLD")
     p.add_argument("--out", help="also write diff.parquet, summary.md and dataset.json here")
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="what is printed: the Markdown summary, or JSON counts (text)")
