@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+import shutil
+import tempfile
 from pathlib import Path
 
 from factprobe.core.errors import UserError
@@ -77,5 +80,55 @@ def open_dataset(spec: str | os.PathLike, *, cache_dir: str | os.PathLike | None
         return _converted(path, cache / "hub" / "local" / _folder_key(path))
     if path.is_dir() or path.exists():
         return path
+    if _REVISION.match(text):
+        return _from_revision(text, cache)
     raise UserError(f"{path} not found: give a dataset folder built by 'factprobe build', a "
-                    f"folder in the Hub layout, or hf://ORG/NAME[@REVISION]")
+                    f"folder in the Hub layout, hf://ORG/NAME[@REVISION], or REV:PATH (a git "
+                    f"revision of this DVC repository)")
+
+
+# REV:PATH, as git show writes it: a revision (tag, branch, commit, HEAD~1) and a path from the
+# repository's root. Tried only when no file or folder has the name as given.
+_REVISION = re.compile(r"^([^:\s/][^:\s]*):([^:]+)$")
+
+
+def _from_revision(text: str, cache: Path) -> Path:
+    """The dataset ``PATH`` as git revision ``REV`` of the DVC repository around the working
+    directory has it, read through DVC (its cache, or its remote), under
+    ``<cache>/dvc/<commit>/PATH``."""
+    rev, rel = _REVISION.match(text).groups()
+    try:
+        from dvc.api import DVCFileSystem
+        from dvc.exceptions import DvcException
+        from dvc.repo import Repo
+    except ImportError:
+        raise UserError(f"{text}: reading a dataset at a git revision needs DVC (pip install "
+                        f"'factprobe[pipeline]')") from None
+    try:
+        root = Repo.find_root()
+    except DvcException:
+        raise UserError(f"{text} is no folder here, and as REV:PATH it needs a DVC repository "
+                        f"around {Path.cwd()}: run it from inside one") from None
+    try:
+        fs = DVCFileSystem(root, rev=rev)
+        commit = fs.repo.get_rev()
+        if not fs.isdir(rel):
+            raise UserError(f"{text}: revision {rev} ({commit[:10]}) of {root} has no folder "
+                            f"{rel}; check the path (from the repository's root)")
+        out = cache / "dvc" / commit / rel
+        if (out / "dataset.json").is_file():
+            return out   # keyed by commit: what a commit holds never changes
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        try:
+            fs.get(rel, str(tmp / "d"), recursive=True)
+            os.replace(tmp / "d", out) if not out.exists() else None
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    except DvcException as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise UserError(f"{text}: DVC cannot read it at revision {rev} ({first})") from None
+    except FileNotFoundError as exc:
+        raise UserError(f"{text}: a file of it is in neither DVC's cache nor a remote "
+                        f"({exc.filename or exc}); run 'dvc fetch' for that revision") from None
+    return out

@@ -177,6 +177,33 @@ def _statistics(manifest: Mapping[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def _refresh(manifest: Mapping[str, Any]) -> list[str]:
+    """A refreshed dataset (``factprobe build refresh``): the snapshot it was read at and what
+    changed since the dataset it re-read."""
+    refresh = (manifest.get("counts") or {}).get("refresh")
+    if not isinstance(refresh, dict):
+        return []
+    shot = refresh.get("snapshot") if isinstance(refresh.get("snapshot"), dict) else {}
+    when = (f"the dump of {_cell(shot['dump_date'])}" if shot.get("dump_date") else
+            f"answers retrieved {_cell(', '.join(map(str, shot['retrieved'])))}"
+            if isinstance(shot.get("retrieved"), list) and shot["retrieved"] else
+            f"sha256 {_code(shot['sha256'])}" if shot.get("sha256") else "an unrecorded date")
+    was = (manifest.get("params") or {}).get("refresh_of")
+    lines = [f"#### Changes since {_code(was)}", "",
+             f"The facts of {_code(was)} read again from {_cell(refresh.get('source'))} "
+             f"({when}): {_cell(refresh.get('pairs_found', '?'))} of "
+             f"{_cell(refresh.get('pairs', '?'))} (relation, subject) pairs are still there, "
+             f"{_cell(refresh.get('pairs_gone', '?'))} "
+             f"are gone. Every row that changed: `factprobe diff`.", ""]
+    changes = refresh.get("changes")
+    if isinstance(changes, dict) and any(changes.values()):
+        lines += ["| change | rows |", "|---|---|"]
+        lines += [f"| {_cell(k)} | {v:,} |" for k, v in changes.items()
+                  if isinstance(v, int) and v]
+        lines.append("")
+    return lines
+
+
 def _build_line(step: Mapping[str, Any]) -> str:
     b = step.get("build") or {}
     return _cell(f"factprobe {b.get('factprobe_version', '?')}; factprobe's code: "
@@ -215,7 +242,7 @@ def built_section(manifest: Mapping[str, Any], relation_labels: Mapping[str, str
             f"or the working tree had uncommitted changes):", "", *chain, "",
             f"#### Parameters ({_code('factprobe build ' + str(manifest.get('kind')))})", "",
             "```json",
-            params, "```", "", *_per_relation(manifest, relation_labels),
+            params, "```", "", *_refresh(manifest), *_per_relation(manifest, relation_labels),
             *_statistics(manifest)]
 
 

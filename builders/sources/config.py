@@ -27,6 +27,9 @@ class FactsConfig:
     network: NetworkOptions = field(default_factory=NetworkOptions)
     options: Mapping[str, Any] = field(default_factory=dict)   # flags module NAME -> options
     progress: bool = True
+    # relation id -> subject ids: read only those facts (build refresh; the SPARQL sources
+    # query just them, the others read everything and the caller keeps what it asked for)
+    subjects: dict | None = None
 
     def option(self, name: str, default: T) -> T:
         """The source's options read by the flags module ``name``, or ``default`` (a caller

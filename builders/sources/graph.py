@@ -41,6 +41,12 @@ class GraphQueryConfig:
     limit: int | None = None          # facts per relation
     date_format: str = "date"         # "date" -> 1879-03-14, "year" -> 1879
     prefixes: dict = field(default_factory=dict)
+    # relation id -> the subject ids to read it for (build refresh); None: every subject. A
+    # few subjects of a relation Wikidata holds millions of facts of are a few small queries.
+    subjects: dict | None = None
+
+
+SUBJECT_BATCH = 200   # subjects per query: small enough for any endpoint's request size
 
 
 def triples_query(pred: str, page_size: int, offset: int) -> str:
@@ -59,13 +65,43 @@ def triples_query(pred: str, page_size: int, offset: int) -> str:
             f"LIMIT {int(page_size)} OFFSET {int(offset)}")
 
 
-def labels_query(pred: str, lang: str, page_size: int, offset: int) -> str:
-    """Labels and aliases of every entity a relation touches, in one language."""
+def _values(subjects: list[str] | None) -> str:
+    """The clause that binds ?s to the subjects asked for; empty for every subject."""
+    if subjects is None:
+        return ""
+    return "  VALUES ?s { " + " ".join(f"<{checked_iri(s)}>" for s in subjects) + " }\n"
+
+
+def subject_triples_query(pred: str, subjects: list[str], page_size: int, offset: int) -> str:
+    """One page of a relation's triples for the given subjects only.
+
+    >>> print(subject_triples_query("http://x/p", ["http://x/a", "http://x/b"], 10, 0))
+    SELECT ?s ?o WHERE {
+      VALUES ?s { <http://x/a> <http://x/b> }
+      ?s <http://x/p> ?o .
+      FILTER(!isBlank(?s) && !isBlank(?o))
+    }
+    ORDER BY ?s ?o
+    LIMIT 10 OFFSET 0
+    """
+    return triples_query(pred, page_size, offset).replace(
+        "WHERE {\n", "WHERE {\n" + _values(subjects), 1)
+
+
+def labels_query(pred: str, lang: str, page_size: int, offset: int,
+                 subjects: list[str] | None = None) -> str:
+    """Labels and aliases of every entity a relation touches (of its facts about ``subjects``
+    when given), in one language."""
     lang = checked_lang(lang)
+    if subjects is None:
+        touched = (f"{{ ?e <{checked_iri(pred)}> ?x }} UNION "
+                   f"{{ ?x <{pred}> ?e . FILTER(isIRI(?e)) }}")
+    else:
+        touched = (f"{_values(subjects).strip()} ?s <{checked_iri(pred)}> ?o . "
+                   f"{{ BIND(?s AS ?e) }} UNION {{ BIND(?o AS ?e) FILTER(isIRI(?o)) }}")
     return (PREFIXES +
             "SELECT ?e ?p ?l WHERE {\n"
-            f"  {{ SELECT DISTINCT ?e WHERE {{ {{ ?e <{checked_iri(pred)}> ?x }} UNION "
-            f"{{ ?x <{pred}> ?e . FILTER(isIRI(?e)) }} }} }}\n"
+            f"  {{ SELECT DISTINCT ?e WHERE {{ {touched} }} }}\n"
             "  VALUES ?p { rdfs:label skos:prefLabel skos:altLabel }\n"
             "  ?e ?p ?l .\n"
             f"  FILTER(LCASE(LANG(?l)) = \"{lang}\")\n"
@@ -165,17 +201,27 @@ class GraphReader:
         bar = tqdm(desc="SPARQL pages", unit="page", disable=not self.progress)
         try:
             for rid, pred in preds.items():
-                queries[rid] = text_sha256(triples_query(pred, cfg.page_size, 0) + "\n" +
-                                           labels_query(pred, lang, cfg.page_size, 0))
-                rows = paged_select(self.endpoint, lambda n, off: triples_query(pred, n, off),
-                                    cfg.page_size, cfg.limit, bar, ("s", "o"))
-                if not rows:
+                batches = self._subject_batches(rid)
+                queries[rid] = text_sha256("\n".join(
+                    triples_query(pred, cfg.page_size, 0) + "\n" +
+                    labels_query(pred, lang, cfg.page_size, 0) if batch is None else
+                    subject_triples_query(pred, batch, cfg.page_size, 0) + "\n" +
+                    labels_query(pred, lang, cfg.page_size, 0, batch) for batch in batches))
+                rows = []
+                for batch in batches:
+                    got = paged_select(
+                        self.endpoint, lambda n, off: triples_query(pred, n, off) if batch is None
+                        else subject_triples_query(pred, batch, n, off),
+                        cfg.page_size, cfg.limit, bar, ("s", "o"))
+                    rows += got
+                    if got:
+                        names = paged_select(
+                            self.endpoint, lambda n, off: labels_query(pred, lang, n, off, batch),
+                            cfg.page_size, None, bar, ("e", "p", "l"))
+                        self._collect_labels(names, labels, alias_rows)
+                if not rows and (cfg.subjects is None or not self._has_facts(pred)):
                     missing.append(rid)
                     continue
-                names = paged_select(self.endpoint,
-                                     lambda n, off: labels_query(pred, lang, n, off),
-                                     cfg.page_size, None, bar, ("e", "p", "l"))
-                self._collect_labels(names, labels, alias_rows)
                 for b in rows:
                     s, o = b["s"], b["o"]
                     sid = self._id(s)
@@ -219,6 +265,20 @@ class GraphReader:
         return SourceResult(triples=df, aliases=aliases, relations=meta, provenance=provenance,
                             dropped={k: v for k, v in dropped.items() if v},
                             source_tag=self.source_tag)
+
+    def _subject_batches(self, rid: str) -> list[list[str] | None]:
+        """The subjects' IRIs to read ``rid`` for, in batches; [None]: every subject."""
+        if self.config.subjects is None:
+            return [None]
+        iris = sorted({resolve(s, self.prefixes, bare_ns=WD)
+                       for s in self.config.subjects.get(rid, ())})
+        return [iris[i:i + SUBJECT_BATCH] for i in range(0, len(iris), SUBJECT_BATCH)]
+
+    def _has_facts(self, pred: str) -> bool:
+        """Whether the graph holds any fact of ``pred`` (for a relation none of the subjects
+        asked for has: gone from them, or unknown to the graph)."""
+        return bool(self.endpoint.select(triples_query(pred, 1, 0), ("s", "o"))
+                    ["results"]["bindings"])
 
     def _collect_labels(self, bindings: list[dict], labels: dict, alias_rows: list) -> None:
         # Preferred label: skos:prefLabel, else rdfs:label; the smallest value when a graph has

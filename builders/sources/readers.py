@@ -35,7 +35,8 @@ def graph(cfg: FactsConfig) -> SourceResult:
         tag = "wikidata" if cfg.source == "wikidata" else f"sparql:{endpoint.shown}"
     reader = GraphReader(endpoint, GraphQueryConfig(
         lang=cfg.lang, page_size=own.page_size, limit=cfg.limit, date_format=cfg.date_format,
-        prefixes=prefixes), source_tag=tag, wikidata=cfg.source == "wikidata",
+        prefixes=prefixes, subjects=cfg.subjects), source_tag=tag,
+        wikidata=cfg.source == "wikidata",
         progress=cfg.progress)
     relations = cfg.relations
     if relations is None:

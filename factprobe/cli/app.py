@@ -47,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     cli_export.register(sub, common)
     from factprobe.cli import merge as cli_merge
     cli_merge.register(sub, common)
+    from factprobe.cli.refresh import add_diff
+    add_diff(sub, common)
     return parser
 
 

@@ -214,3 +214,5 @@ def register(subparsers, common: argparse.ArgumentParser) -> None:
     _add_nobel(sub, common)
     cli_templates.add_commands(sub, common)
     cli_imports.add_command(sub, common)
+    from factprobe.cli.refresh import add_refresh
+    add_refresh(sub, common)

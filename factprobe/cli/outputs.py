@@ -17,11 +17,12 @@ from factprobe.core.outdir import no_space, out_policy, prepare
 
 # Flags that name something a command reads.
 INPUT_FLAGS = ("facts", "dataset", "path", "templates", "templates_dir", "types", "import_dir",
-               "model", "results", "review_in", "planted", "cache_dir", "shards")
+               "model", "results", "review_in", "planted", "cache_dir", "shards", "old", "new")
 # build WHAT -> the dataset kind it writes; ``aliases`` keeps its input's kind (checked when
 # it writes).
 DATASET_KIND = {"facts": "facts", "mc": "mc", "nobel": "nobel", "templates": "templates",
-                "misprimes": "misprimes", "multiprompt": "multiprompt", "fktc": "fktc"}
+                "misprimes": "misprimes", "multiprompt": "multiprompt", "fktc": "fktc",
+                "refresh": "facts"}
 
 
 def target(args: Namespace) -> tuple[str, str, str | None, str] | None:
@@ -33,6 +34,8 @@ def target(args: Namespace) -> tuple[str, str, str | None, str] | None:
     if command in ("eval", "plant", "report", "merge"):
         kind = {"eval": "run", "plant": "model", "report": "report", "merge": "run"}[command]
         return args.out, kind, None, "--out"
+    if command == "diff" and args.out:
+        return args.out, "dataset", "diff", "--out"
     if command == "export":
         return args.out, "export", None, "OUT"
     if command == "publish" and args.dry_run is not None:

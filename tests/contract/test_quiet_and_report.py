@@ -61,6 +61,10 @@ GOOD = {
     "export lm-pub-quiz": ["export", "lm-pub-quiz", "mc", "q-pubquiz", "--templates",
                            "{templates}"],
     "merge": ["merge", "shard", "--out", "q-merged"],
+    "build refresh": ["build", "refresh", "--dataset", "facts", "--source", "rdf", "--path",
+                      str(Path(__file__).parents[2] / "data" / "kg" / "sample.ttl"),
+                      "--out", "q-refresh"],
+    "diff": ["diff", "facts", "aliases", "--out", "q-diff"],
 }
 
 

@@ -23,7 +23,7 @@ Equal rules, equal bytes:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pandas as pd
 import pyarrow as pa
@@ -286,6 +286,17 @@ class DumpAssembly:
         it (``factprobe init``'s sizing, the tests)."""
         relations, counts = self._prepare()
         groups = list(self._row_groups(counts["facts"], counts["subject_relation_pairs"]))
+        facts = pa.concat_tables(groups) if groups else FACTS_SCHEMA.empty_table()
+        return facts, relations, counts
+
+    def assemble_kept(self, keep: Callable[[pa.Table], pa.Table]
+                      ) -> tuple[pa.Table, pa.Table, dict]:
+        """As :meth:`assemble`, each row group passed through ``keep`` as it is assembled:
+        ``build refresh`` holds the rows of its dataset's pairs, never every fact of a
+        relation (P19's millions)."""
+        relations, counts = self._prepare()
+        groups = [keep(g) for g in self._row_groups(counts["facts"],
+                                                    counts["subject_relation_pairs"])]
         facts = pa.concat_tables(groups) if groups else FACTS_SCHEMA.empty_table()
         return facts, relations, counts
 
