@@ -57,6 +57,14 @@ def _flat(col: pa.ChunkedArray, typ: pa.DataType) -> pa.Array:
     return (pa.concat_arrays(col.chunks) if col.num_chunks else pa.array([], col.type)).cast(typ)
 
 
+def _release() -> None:
+    """Hand what Arrow freed back to the system. Its allocator keeps freed pages for reuse, and
+    the batches' transient arrays (takes, concatenations) are freed in sizes that the next ones
+    do not reuse: at 100k dense entities the row group's build peaked at 611 MB for a 130 MB
+    table, 530 MB with this after each batch and column (the same bytes)."""
+    pa.default_memory_pool().release_unused()
+
+
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
@@ -212,6 +220,7 @@ class DumpAssembly:
             cols["answers"] = answers
             for name in parts:
                 parts[name].append(cols[name])
+            _release()
 
         def group(last: bool) -> Iterator[pa.Table]:
             """Whole row groups of what ``parts`` holds (and the rest when ``last``)."""
@@ -225,6 +234,7 @@ class DumpAssembly:
                     rest = whole.slice(ROW_GROUP_ROWS)
                     parts[name] = [rest] if len(rest) else []
                     del whole
+                    _release()
                 n = len(cols["fact_id"])
                 rows_out += n
                 cols["split"] = pa.array([""] * n, pa.string())
