@@ -181,6 +181,14 @@ def main() -> None:
                     "COMMIT | tar -x -C DIR): each pair becomes bzip2 -dc, that build, this "
                     "build, and the outputs' sha256 are compared")
     args = ap.parse_args()
+    if args.base_src:
+        import importlib.util
+        if not (Path(args.base_src) / "builders").is_dir():
+            raise SystemExit(f"--base-src {args.base_src}: not a factprobe source folder "
+                             f"(make one with: git archive COMMIT | tar -x -C DIR)")
+        if importlib.util.find_spec("__editable___factprobe_0_1_0_finder") is None:
+            raise SystemExit("--base-src needs factprobe installed in editable mode "
+                             "(pip install -e .): its folder map is what is pointed there")
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     from tests.wikidata_dump_synthetic import DENSE_RELATIONS
