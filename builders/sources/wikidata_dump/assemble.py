@@ -25,12 +25,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from factprobe.core.tables import FACTS_SCHEMA, ROW_GROUP_ROWS, write_parquet_groups
-from factprobe.builders.datasets.facts import answer_lists, fact_ids, relations_table
+from factprobe.builders.datasets.facts import fact_ids, relations_table
 from factprobe.builders.sources.graph import literal_label
 from factprobe.builders.sources.iris import XSD, compact
 
@@ -63,6 +64,34 @@ def _release() -> None:
     do not reuse: at 100k dense entities the row group's build peaked at 611 MB for a 130 MB
     table, 530 MB with this after each batch and column (the same bytes)."""
     pa.default_memory_pool().release_unused()
+
+
+def _starts(cols: list[pa.Array]) -> np.ndarray:
+    """True where a row differs from the one before it in any of ``cols`` (and at row 0)."""
+    change = np.zeros(len(cols[0]), dtype=bool)
+    change[:1] = True
+    for col in cols:
+        if len(col) > 1:
+            change[1:] |= pc.not_equal(col[1:], col[:-1]).to_numpy(zero_copy_only=False)
+    return change
+
+
+def _answers(rel: pa.Array, subj: pa.Array, obj: pa.Array) -> tuple[int, pa.ListArray]:
+    """:func:`~factprobe.builders.datasets.facts.answer_lists` on Arrow arrays (rows sorted
+    by relation then subject): every distinct object label of the row's pair, sorted. Arrow
+    orders strings by their UTF-8 bytes, Python by code points: the same order. Through pandas
+    each value became a Python string: 0.70 CPU-s at 100k dense facts, 0.15 in Arrow."""
+    if not len(rel):
+        return 0, pa.array([], _STR_LIST)
+    table = pa.table({"r": rel, "s": subj, "o": obj})
+    order = pc.sort_indices(table, sort_keys=[("r", "ascending"), ("s", "ascending"),
+                                              ("o", "ascending")])
+    r, s, o = (_flat(c, pa.string()) for c in table.take(order).columns)
+    pair = _starts([r, s])
+    first = pair | _starts([o])
+    offsets = np.append(np.flatnonzero(pair[first]), int(first.sum()))
+    lists = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), o.filter(pa.array(first)))
+    return len(offsets) - 1, lists.take(pa.array(np.cumsum(_starts([rel, subj])) - 1))
 
 
 def _quote(text: str) -> str:
@@ -210,9 +239,7 @@ class DumpAssembly:
         def emit(rows: pa.Table) -> None:
             nonlocal pairs
             cols = dict(zip(names, (_flat(rows.column(i), pa.string()) for i in range(5))))
-            n, answers = answer_lists(pd.DataFrame({
-                k: pd.Series(cols[k], dtype=pd.ArrowDtype(pa.string())).astype(str)
-                for k in ("relation_id", "subject_id", "object")}))
+            n, answers = _answers(cols["relation_id"], cols["subject_id"], cols["object"])
             pairs += n
             cols["fact_id"] = fact_ids(*(cols[k] for k in names[:3]))
             cols["subject_aliases"] = aliases_of(cols["subject_id"])
