@@ -2,6 +2,8 @@
 
     python benchmarks/bench_dump.py --entities 25000,100000 --repeat 3 --json .bench/dump.jsonl
     python benchmarks/bench_dump.py --dense --entities 25000,100000 --json .bench/dump.jsonl
+    git archive BASE_COMMIT | tar -x -C /tmp/base     # before / after in the same pairs:
+    python benchmarks/bench_dump.py --dense --base-src /tmp/base --json .bench/dump.jsonl
 
 ``--dense``: the shape of a real probing extraction, twenty common relations (P31, P17, P27,
 P106, P131...) with several facts per entity and one entity in two hundred holding hundreds of
