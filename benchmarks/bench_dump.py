@@ -2,6 +2,8 @@
 
     python benchmarks/bench_dump.py --entities 25000,100000 --repeat 3 --json .bench/dump.jsonl
     python benchmarks/bench_dump.py --dense --entities 25000,100000 --json .bench/dump.jsonl
+    git archive BASE_COMMIT | tar -x -C /tmp/base     # before / after in the same pairs:
+    python benchmarks/bench_dump.py --dense --base-src /tmp/base --json .bench/dump.jsonl
 
 ``--dense``: the shape of a real probing extraction, twenty common relations (P31, P17, P27,
 P106, P131...) with several facts per entity and one entity in two hundred holding hundreds of
@@ -93,6 +95,32 @@ def timed(cmd: list[str], env: dict | None = None, sample: bool = False) -> dict
     return out
 
 
+# Runs `factprobe` from another source folder (a `git archive` of an earlier commit) with this
+# environment's packages: the editable install's folder map is pointed there before import.
+_BASE_SHIM = (
+    "import sys, runpy\n"
+    "import __editable___factprobe_0_1_0_finder as f\n"
+    "here, base = sys.argv[1], sys.argv[2]\n"
+    "for k, v in list(f.MAPPING.items()):\n"
+    "    f.MAPPING[k] = v.replace(here, base)\n"
+    "sys.path.insert(0, base)\n"
+    "sys.argv = ['factprobe'] + sys.argv[3:]\n"
+    "runpy.run_module('factprobe.cli.app', run_name='__main__')\n")
+
+
+def sha256s(folder: Path) -> dict:
+    """The tables' hashes, and dataset.json's without what differs between two runs."""
+    import hashlib
+    out = {name: hashlib.sha256((folder / name).read_bytes()).hexdigest()
+           for name in ("facts.parquet", "relations.parquet")}
+    manifest = json.loads((folder / "dataset.json").read_text())
+    for key in ("name", "provenance"):   # the folder's name, the code's git state
+        manifest.pop(key, None)
+    out["dataset.json (counts)"] = hashlib.sha256(
+        json.dumps(manifest, sort_keys=True).encode()).hexdigest()
+    return out
+
+
 def parse_costs(dump: Path, relations: tuple[str, ...], lines: int = 20000,
                 repeat: int = 5) -> dict:
     """CPU per line of the JSON reader as built (msgspec types that skip unwanted claims) and
@@ -151,7 +179,18 @@ def main() -> None:
     ap.add_argument("--workers", type=int, help="--workers for the build (default: auto)")
     ap.add_argument("--threads", type=int, help="--threads for the build (default: auto)")
     ap.add_argument("--json", help="append one line per size to this JSON-lines file")
+    ap.add_argument("--base-src", help="a source folder of an earlier commit (git archive "
+                    "COMMIT | tar -x -C DIR): each pair becomes bzip2 -dc, that build, this "
+                    "build, and the outputs' sha256 are compared")
     args = ap.parse_args()
+    if args.base_src:
+        import importlib.util
+        if not (Path(args.base_src) / "builders").is_dir():
+            raise SystemExit(f"--base-src {args.base_src}: not a factprobe source folder "
+                             f"(make one with: git archive COMMIT | tar -x -C DIR)")
+        if importlib.util.find_spec("__editable___factprobe_0_1_0_finder") is None:
+            raise SystemExit("--base-src needs factprobe installed in editable mode "
+                             "(pip install -e .): its folder map is what is pointed there")
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     from tests.wikidata_dump_synthetic import DENSE_RELATIONS
@@ -174,12 +213,21 @@ def main() -> None:
         for flag in ("workers", "threads"):
             if getattr(args, flag) is not None:
                 build += [f"--{flag}", str(getattr(args, flag))]
+        base = None
+        if args.base_src:
+            base_out = work / f"dump-facts-{n}-base"
+            base = [sys.executable, "-c", _BASE_SHIM, str(ROOT), str(Path(args.base_src).resolve()),
+                    *(str(base_out) if a == str(out) else a for a in build[3:])]
         runs = []
         for _ in range(args.repeat):
             load = os.getloadavg()[0]
             ref = timed(["bzip2", "-dc", str(dump)])
+            run = {"load_before": round(load, 2), "bzip2": ref}
+            if base:
+                before = timed(base, env, sample=True)
+                run.update(before=before, ratio_before=round(before["seconds"] / ref["seconds"], 3))
             mine = timed(build, env, sample=True)
-            runs.append({"load_before": round(load, 2), "bzip2": ref, "factprobe": mine,
+            runs.append({**run, "factprobe": mine,
                          "ratio": round(mine["seconds"] / ref["seconds"], 3)})
         got = json.loads(subprocess.run(
             [sys.executable, "-c", "import json, sys, pyarrow.parquet as pq; t = pq.read_table("
@@ -197,6 +245,13 @@ def main() -> None:
                "tree_rss_mb_max": max(r["factprobe"]["tree_rss_mb"] for r in runs),
                "max_process_rss_mb": max(r["factprobe"]["max_process_rss_mb"] for r in runs),
                "runs": runs, "loadavg_after": os.getloadavg(), "command": build[2:]}
+        if base:
+            row["same_bytes"] = sha256s(out) == sha256s(base_out)
+            row["sha256"] = sha256s(out)
+            row["ratio_before_median"] = statistics.median(r["ratio_before"] for r in runs)
+            row["before_s_min"] = min(r["before"]["seconds"] for r in runs)
+            row["before_max_process_rss_mb"] = max(r["before"]["max_process_rss_mb"]
+                                                   for r in runs)
         with subprocess.Popen(["bzip2", "-dc", str(dump)], stdout=subprocess.PIPE) as p:
             row["json_mb"] = round(sum(len(b) for b in iter(lambda: p.stdout.read(1 << 22),
                                                             b"")) / 2 ** 20, 1)
@@ -226,6 +281,17 @@ def main() -> None:
                "facts_per_entity": {r["entities"]: round(r["facts"] / r["entities"], 2)
                                     for r in rows},
                "parse_costs": costs}
+    if args.base_src:
+        summary["before"] = {
+            "memory_ratio": round(big["before_max_process_rss_mb"]
+                                  / small["before_max_process_rss_mb"], 3),
+            "time_ratio_vs_bzip2": {r["entities"]: r["ratio_before_median"] for r in rows},
+            "build_cpu_mb_per_s": {r["entities"]: round(
+                r["json_mb"] / min(x["before"]["cpu_s"] for x in r["runs"]), 1) for r in rows},
+            "facts_per_s": {r["entities"]: round(r["facts"] / r["before_s_min"]) for r in rows}}
+        summary["process_memory_ratio"] = round(big["max_process_rss_mb"]
+                                                / small["max_process_rss_mb"], 3)
+        summary["same_bytes"] = {r["entities"]: r["same_bytes"] for r in rows}
     emit({"benchmark": "bench_dump summary", "shape": shape, **summary, **info}, args.json,
          append=True)
 

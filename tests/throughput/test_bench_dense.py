@@ -31,3 +31,35 @@ def test_bench_dump_dense_mode(tmp_path):
     assert all(v > 0 for v in summary["build_cpu_mb_per_s"].values())
     assert summary["facts_per_entity"]["600"] >= 3
     assert (tmp_path / "dense-600.json.bz2").is_file()
+
+
+@pytest.mark.slow
+def test_bench_dump_base_src_compares_an_earlier_tree(tmp_path):
+    """--base-src times another source tree in the same pairs and compares the outputs' bytes:
+    a copy of this tree gives the same bytes; one whose facts builder writes another source
+    tag does not (the comparison can fail)."""
+    base = tmp_path / "base"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
+                             check=True).stdout.decode().split("\0")
+    for rel in filter(None, tracked):
+        src = ROOT / rel
+        if src.is_file():
+            (base / rel).parent.mkdir(parents=True, exist_ok=True)
+            (base / rel).write_bytes(src.read_bytes())
+
+    def run(tag: str) -> dict:
+        out = tmp_path / f"{tag}.jsonl"
+        proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_dump.py"),
+                               "--dense", "--entities", "200,300", "--repeat", "1", "--work",
+                               str(tmp_path / "work"), "--base-src", str(base), "--json",
+                               str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return [json.loads(line) for line in out.read_text().splitlines()][-1]
+
+    summary = run("same")
+    assert summary["same_bytes"] == {"200": True, "300": True}
+    assert set(summary["before"]["facts_per_s"]) == {"200", "300"}
+    to_facts = base / "builders" / "sources" / "wikidata_dump" / "to_facts.py"
+    to_facts.write_text(to_facts.read_text().replace('TAG = "wikidata-dump"',
+                                                     'TAG = "wikidata-dump-old"'))
+    assert run("changed")["same_bytes"] == {"200": False, "300": False}
