@@ -115,12 +115,12 @@ class CompletionsServer:
         text = self.tok.decode([t for t, _ in gen], skip_special_tokens=True)
         stops = [s for s in (req.get("stop") or []) if s]
         cut = min((text.find(s) for s in stops if s in text), default=len(text))
-        text = text[:cut]
+        was_cut, text = cut < len(text), text[:cut]
         at = len(prompt)
         so_far = ""
         for k, (t, lp) in enumerate(gen):
             piece = self.tok.decode([t for t, _ in gen[:k + 1]], skip_special_tokens=True)
-            if len(so_far) >= len(text):
+            if was_cut and len(so_far) >= len(text):
                 break
             tokens.append(piece[len(so_far):])
             values.append(lp)

@@ -280,8 +280,11 @@ class OpenAIServer:
         text = cut_at_stop(raw, r.stop)
         lp = _logprobs(got, echo=False)
         if lp is not None:
-            keep = [i for i, o in enumerate(lp["text_offset"]) if o - lp["text_offset"][0]
-                    < len(text)] if lp["text_offset"] else []
+            # every token, unless a stop string cut the text here: then those it kept (a
+            # token of a split UTF-8 character adds no text, so offsets alone cannot tell)
+            first = lp["text_offset"][0] if lp["text_offset"] else 0
+            keep = [i for i, o in enumerate(lp["text_offset"])
+                    if len(text) == len(raw) or o - first < len(text)]
             values = [math.nan if lp["token_logprobs"][i] is None
                       else float(lp["token_logprobs"][i]) for i in keep]
             ids = [_token_id(lp["tokens"][i]) for i in keep]
