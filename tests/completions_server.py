@@ -53,7 +53,7 @@ class CompletionsServer:
                 self.wfile.write(body)
 
             def do_GET(self):
-                srv.requests.append({"path": self.path, "headers": dict(self.headers)})
+                srv.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}})
                 if self.path.rstrip("/").endswith("/v1/models"):
                     self._send(200, {"object": "list", "data": [
                         {"id": srv.name, "object": "model", "owned_by": "factprobe-tests",
@@ -64,7 +64,7 @@ class CompletionsServer:
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 req = json.loads(raw)
-                srv.requests.append({"path": self.path, "headers": dict(self.headers),
+                srv.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
                                      "json": req})
                 step = srv.script.pop(0) if srv.script else None
                 if step and step[0] == "status":

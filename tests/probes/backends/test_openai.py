@@ -173,7 +173,7 @@ def test_the_key_reaches_the_server_and_no_file(tiny_llama_dir, sample_datasets,
                      "--backend", "openai", "--base-url", srv.url, "--model", "tiny",
                      "--examples", "2", "--limit", "2", "--response-tokens", "3",
                      "--concurrency", "3", "--out", str(out), "--quiet"]) == 0
-        assert all(r["headers"].get("Authorization") == f"Bearer {secret}"
+        assert all(r["headers"].get("authorization") == f"Bearer {secret}"
                    for r in srv.requests)
         for f in out.rglob("*"):
             if f.is_file():
