@@ -208,3 +208,34 @@ def test_an_unreachable_server_is_one_line(closed_port_url):
     with pytest.raises(UserError) as exc:
         load_backend(OpenAIConfig("tiny", base_url=closed_port_url, retries=0))
     assert "\n" not in str(exc.value) and "cannot reach" in str(exc.value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method, dataset, flags", [
+    ("zp-lke", "sample-mc", ["--examples", "3", "--response-tokens", "4"]),
+    ("prompt", "sample-mc", ["--response-tokens", "4"]),
+    # greedy only: a server draws samples with its own generator, not the local one
+    ("belief-icl", "sample-multiprompt", ["--samples", "0", "--sample-prompts", "0",
+                                          "--max-names", "1"]),
+    ("monitor", "sample-fktc", []),
+])
+def test_each_causal_method_gives_the_local_backends_rows(method, dataset, flags, server,
+                                                          tiny_llama_dir, sample_datasets,
+                                                          tmp_path):
+    """The whole method through the server: every score within the tolerance, the same
+    argmax and the same greedy texts as the local hf-causal backend, the same metrics."""
+    common = ["eval", method, "--dataset", str(sample_datasets / dataset), "--limit", "2",
+              "--quiet", *flags]
+    assert main([*common, "--model", str(tiny_llama_dir), "--out", str(tmp_path / "local")]) \
+        == 0
+    assert main([*common, "--backend", "openai", "--base-url", server.url, "--model", "tiny",
+                 "--tokenizer", str(tiny_llama_dir), "--out", str(tmp_path / "served")]) == 0
+    local = pd.read_parquet(tmp_path / "local" / "outputs.parquet")
+    served = pd.read_parquet(tmp_path / "served" / "outputs.parquet")
+    assert len(local) == len(served) > 0
+    assert (local["logprob"] - served["logprob"]).abs().max() < TOLERANCE
+    if "text" in local:
+        assert local["text"].fillna("").tolist() == served["text"].fillna("").tolist()
+    metrics = [json.loads((tmp_path / r / "metrics.json").read_text())
+               for r in ("local", "served")]
+    assert metrics[0] == metrics[1]
