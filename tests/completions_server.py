@@ -99,7 +99,12 @@ class CompletionsServer:
     def complete(self, req: dict) -> dict:
         torch = self.torch
         prompt = req["prompt"]
-        ids, offsets = self._encode(prompt)
+        if isinstance(prompt, list):          # token ids, as the API allows
+            ids = [int(t) for t in prompt]
+            prompt = self.tok.decode(ids)
+            offsets = [len(self.tok.decode(ids[:k])) for k in range(len(ids))]
+        else:
+            ids, offsets = self._encode(prompt)
         echo = bool(req.get("echo")) and self.prompt_logprobs
         want_lp = req.get("logprobs") is not None and self.prompt_logprobs
         with torch.inference_mode():

@@ -147,7 +147,7 @@ class OpenAIServer:
         return ok
 
     # ----------------------------------------------------------------------------- requests
-    def _score_body(self, prompt: str) -> dict:
+    def _score_body(self, prompt: str | list[int]) -> dict:
         return {"model": self.config.model, "prompt": prompt, "max_tokens": 1, "echo": True,
                 "logprobs": 1, "temperature": 0}
 
@@ -200,9 +200,18 @@ class OpenAIServer:
     def _score_one(self, job: tuple[str, str]) -> Scored:
         context, continuation = split_pair(*job)
         text = context + continuation
+        prompt: str | list[int] = text
+        if not context and self.tok is not None:
+            # nothing to condition the first token on: the local backend puts the BOS (else
+            # EOS) token first, and so does this prompt, sent as token ids (which every
+            # OpenAI-compatible server takes)
+            first = self.tok.bos_token_id if self.tok.bos_token_id is not None \
+                else self.tok.eos_token_id
+            if first is not None:
+                prompt = [first] + self.tok(text, add_special_tokens=False)["input_ids"]
 
         def ask() -> tuple[list[float], list[int]]:
-            got = self.client.post("/completions", self._score_body(text))
+            got = self.client.post("/completions", self._score_body(prompt))
             return self._continuation(got, text, context, continuation)
 
         lps, ids = self._call("scoring", ask)
@@ -235,7 +244,8 @@ class OpenAIServer:
         if any(v is None for v in chosen):
             raise UserError(f"{self.shown} gives no log-probability for the first token of a "
                             f"prompt, and the continuation {continuation!r} starts it: give "
-                            f"every request a context (or a server that adds a BOS token)")
+                            f"every request a context, or give --tokenizer (then such a prompt "
+                            f"starts with its BOS token, as the local backend's)")
         return [float(v) for v in chosen], ids
 
     def generate(self, requests: Sequence[GenerateRequest], progress=None
