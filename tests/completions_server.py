@@ -10,7 +10,7 @@ one); the echoed BOS has no log-probability, as every server's first token.
 
 ``prompt_logprobs=False`` answers as ``transformers serve`` does: no prompt log-probs, ``echo``
 ignored. ``script``: failures to answer first, one per request, in order: ``("status", code,
-headers)``, ``("malformed",)`` (a logprobs block of uneven lists) or ``("die",)`` (stop
+headers)``, ``("malformed",)`` (a logprobs block of uneven lists), ``("sleep", seconds)`` (answers late) or ``("die",)`` (stop
 serving). Every request is recorded with its headers.
 """
 from __future__ import annotations
@@ -70,6 +70,8 @@ class CompletionsServer:
                 if step and step[0] == "status":
                     self._send(step[1], {"error": {"message": "busy"}}, step[2])
                     return
+                if step and step[0] == "sleep":     # answers, but late
+                    time.sleep(step[1])
                 if step and step[0] == "die":
                     threading.Thread(target=srv.close, daemon=True).start()
                     self.close_connection = True

@@ -126,6 +126,18 @@ def test_429_waits_for_retry_after_then_answers(tiny_llama_dir):
         srv.close()
 
 
+def test_timeout_bounds_each_whole_answer(tiny_llama_dir):
+    srv = CompletionsServer(tiny_llama_dir)
+    try:
+        backend = _served(srv, timeout_s=0.5, retries=1)
+        srv.script = [("sleep", 5)]                  # the first answer comes too late
+        start = time.monotonic()
+        [[s]] = backend.score([ScoreRequest("The capital of Peru is", (" Lima",))])
+        assert s.logprob < 0 and time.monotonic() - start < 4
+    finally:
+        srv.close()
+
+
 def test_persistent_errors_end_in_one_resumable_line(tiny_llama_dir):
     srv = CompletionsServer(tiny_llama_dir)
     try:
