@@ -70,7 +70,11 @@ def run_evaluation(method_name: str, args) -> Evaluated:
                      relations=args.relations, limit=args.limit, dry_run=args.dry_run,
                      progress=not args.quiet, too_long=args.too_long)
     plan = method.probe.plan(tables, method_cfg)
+    # a served model's planted.json sits in the local copy its --tokenizer names, if any
+    planted_at = args.model
     planted = load_planted(args.model)
+    if planted is None and getattr(args, "tokenizer", None):
+        planted_at, planted = args.tokenizer, load_planted(args.tokenizer)
     status = planted_model(planted)
     if status is not None:
         plan = replace(plan, info=plan.info | {"planted_model": status})
@@ -100,8 +104,9 @@ def run_evaluation(method_name: str, args) -> Evaluated:
         # the headline numbers, per relation, and what was skipped and why (on stdout)
         from factprobe.cli.results_table import print_results
         print_results(method.metrics, out)
-    if out is not None and not args.quiet and planted_warning(status, args.model):
-        print(f"factprobe eval: warning: {planted_warning(status, args.model)}", file=sys.stderr)
+    if out is not None and not args.quiet and planted_warning(status, planted_at):
+        print(f"factprobe eval: warning: {planted_warning(status, planted_at)}",
+              file=sys.stderr)
     null = plan.info.get("subject_blind")
     if out is None and null:                 # --dry-run: its count included the null pass
         return Evaluated(None, f"of which {sum(null['requests_per_stage'].values())} ask "

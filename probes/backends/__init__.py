@@ -28,6 +28,11 @@ KINDS: dict[str, BackendKind] = {
     "fake": BackendKind(frozenset({"score", "generate", "fill_mask", "token_ids", "watch",
                                    "mask_each"}),
                         Lazy(f"{_PKG}.fake", "load"), options=f"{_PKG}.fake"),
+    # any OpenAI-compatible completions server (vLLM, llama.cpp, ...): backends/openai_server.py;
+    # one without prompt log-probs loads with generate only (refused for scoring after load)
+    "openai": BackendKind(frozenset({"score", "generate"}),
+                          Lazy(f"{_PKG}.openai_server", "load"),
+                          options=f"{_PKG}.openai_options"),
 }
 
 
@@ -60,7 +65,8 @@ def kind_config(name: str, args, kinds: Mapping[str, BackendKind] = KINDS):
 def load_backend(config, kinds: Mapping[str, BackendKind] = KINDS) -> Backend:
     """Load the backend of ``config.kind`` (``hf-causal``: ``score``, ``generate``,
     ``token_ids``, ``watch``; ``hf-masked``: ``fill_mask``, ``mask_each``; ``fake``: all of
-    them)."""
+    them; ``openai``: ``score`` and ``generate``, or ``generate`` alone for a server without
+    prompt log-probs)."""
     return backend_kind(config, kinds).load(config)
 
 

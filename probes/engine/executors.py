@@ -98,6 +98,8 @@ class LocalExecutor:
         self.backend = backend
         self.capabilities = backend.capabilities
         self.backend_name = type(backend).__name__
+        # why the loaded backend offers less than its kind, if it does (one clause)
+        self.limits = getattr(backend, "limits", "")
         self._count = None
 
     def identity(self) -> dict:

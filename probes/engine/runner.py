@@ -231,6 +231,12 @@ def run_eval(cfg: EvalConfig, backend_cfg: BackendConfig, plan: Plan, method_cfg
     start = time.perf_counter()
     runner = open_executor(executor, kind, backend_cfg, kinds, cfg.progress)
     try:
+        # A loaded backend may offer less than its kind (a server without prompt
+        # log-probabilities): refused here, before any request of the plan is sent.
+        why = missing(plan.needs(), f"kind {backend_cfg.kind!r}", runner.capabilities)
+        if why:
+            limits = getattr(runner, "limits", "")
+            raise UserError(f"{plan.method}: {why}" + (f" ({limits})" if limits else ""))
         return _run(cfg, plan, method_cfg, dataset_info, metrics_fn, executor, runner, start,
                     threads)
     finally:
