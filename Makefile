@@ -25,10 +25,11 @@ setup: $(STAMP)
 repro: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro
 
-# The suite runs on TEST_WORKERS processes (pytest-xdist; 1: in this process). Work stealing
-# keeps both busy to the end: the long whole-pipeline tests would otherwise queue on one worker.
+# The suite runs on TEST_WORKERS processes (pytest-xdist; 1: in this process). Each test file
+# stays on one worker, in order: some files' later tests read what their earlier ones ran (the
+# Ray scale tests reuse the runs they compared), which work stealing would split.
 TEST_WORKERS ?= 2
-PYTEST_WORKERS := $(if $(filter 1,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist worksteal)
+PYTEST_WORKERS := $(if $(filter 1,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadfile)
 
 test: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest $(PYTEST_WORKERS)
