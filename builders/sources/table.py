@@ -104,6 +104,12 @@ class Source:
         """The module of the source's own flags (imported now), or None."""
         return importlib.import_module(self.flags) if self.flags else None
 
+    def options_from(self, args) -> dict[str, Any]:
+        """The source's own options parsed from the command line by its flags module, keyed
+        by its ``NAME`` (what ``FactsConfig.options`` takes); none without one."""
+        module = self.flags_module()
+        return {module.NAME: module.read_flags(args)} if module else {}
+
     def with_default_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         """``options`` with the source's own options at their defaults where a caller (a
         Python one) gave none: the reader and the manifest see what the build used."""

@@ -47,12 +47,6 @@ def _add_facts(sub, common) -> None:
     p.set_defaults(run=_run_facts)
 
 
-def _own_options(args, source) -> dict:
-    """The chosen source's own options, read by its flags module (none: no entry)."""
-    module = source.flags_module()
-    return {module.NAME: module.read_flags(args)} if module else {}
-
-
 def _run_facts(args) -> str:
     from factprobe.builders.datasets.build_facts import FactsConfig, build_facts
     from factprobe.builders.sources.table import SOURCES
@@ -60,7 +54,7 @@ def _run_facts(args) -> str:
                       path=args.path, endpoint=args.endpoint, limit=args.limit, lang=args.lang,
                       date_format=args.date_format, skip_bad=args.skip_bad,
                       network=network_options(args),
-                      options=_own_options(args, SOURCES[args.source]),
+                      options=SOURCES[args.source].options_from(args),
                       progress=show_progress(args))
     out = build_facts(cfg)
     if SOURCES[args.source].summary:
@@ -198,7 +192,7 @@ def _run_nobel(args) -> str:
     chosen = choose_source(args.source, args.path, args.endpoint)  # a flag conflict first
     src = NobelSource(source=args.source, path=args.path, endpoint=args.endpoint,
                       network=network_options(args),
-                      options=_own_options(args, SOURCES[chosen]), skip_bad=args.skip_bad)
+                      options=SOURCES[chosen].options_from(args), skip_bad=args.skip_bad)
     model = NobelModel(**{k: getattr(args, k) for k in NobelModel.__dataclass_fields__})
     cfg = NobelConfig(out=args.out, model=model, max_year=args.max_year, lang=args.lang,
                       progress=show_progress(args))

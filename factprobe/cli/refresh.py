@@ -56,12 +56,11 @@ def run_refresh(args) -> str:
     from factprobe.builders.sources.config import FactsConfig
     from factprobe.builders.sources.table import source_for
     source = source_for(args.source, args.path, args.endpoint)  # a flag conflict first
-    module = source.flags_module()
     facts = FactsConfig(source=args.source, relations=None, out=args.out, path=args.path,
                         endpoint=args.endpoint, lang=args.lang or "",
                         date_format=args.date_format or "", skip_bad=args.skip_bad,
                         network=network_options(args),
-                        options={module.NAME: module.read_flags(args)} if module else {},
+                        options=source.options_from(args),
                         progress=show_progress(args))
     out = build_refresh(RefreshConfig(resolve_input(args.dataset, REFRESH_INPUT), facts))
     return f"wrote {out}"

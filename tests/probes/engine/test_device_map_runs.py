@@ -10,10 +10,8 @@ from pathlib import Path
 import pytest
 
 from factprobe.cli.app import main
-from tests.contract.conftest import BUILD
-from tests.contract.harness import run as run_cli
 from tests.probes.backends.test_device_map import SPLIT
-from tests.probes.engine.test_scale import BUILT, assert_same_run
+from tests.probes.engine.test_scale import assert_same_run, build_workspace
 from tests.probes.engine.test_scale import METHODS as SCALE_METHODS
 
 # test_scale's table, with BELIEF and BELIEF-ICL cut to two facts a relation (every template
@@ -27,13 +25,8 @@ METHODS["belief-icl"] = ("multiprompt", "gpt2", ["--contexts", "zero,2-relation"
 
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory, tiny_causal_dir, tiny_masked_dir) -> Path:
-    ws = tmp_path_factory.mktemp("device-map")
-    for name, argv in BUILD:
-        if name in BUILT:
-            proc = run_cli([*argv, "--out", name, "--quiet"], cwd=ws)
-            assert proc.returncode == 0, f"building {name}: {proc.stderr}"
-    (ws / "gpt2").symlink_to(tiny_causal_dir)
-    (ws / "bert").symlink_to(tiny_masked_dir)
+    ws = build_workspace(tmp_path_factory.mktemp("device-map"), tiny_causal_dir,
+                         tiny_masked_dir)
     for arch in ("gpt2", "bert"):
         (ws / f"{arch}.json").write_text(json.dumps(SPLIT[arch]))
     return ws

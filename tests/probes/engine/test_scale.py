@@ -44,9 +44,8 @@ def ray_cluster():
     ray.shutdown()
 
 
-@pytest.fixture(scope="module")
-def ws(tmp_path_factory, tiny_causal_dir, tiny_masked_dir) -> Path:
-    ws = tmp_path_factory.mktemp("scale")
+def build_workspace(ws: Path, tiny_causal_dir: Path, tiny_masked_dir: Path) -> Path:
+    """The datasets every method reads, built in ``ws``, and the tiny models beside them."""
     for name, argv in BUILD:
         if name in BUILT:
             proc = run_cli([*argv, "--out", name, "--quiet"], cwd=ws)
@@ -54,6 +53,11 @@ def ws(tmp_path_factory, tiny_causal_dir, tiny_masked_dir) -> Path:
     (ws / "gpt2").symlink_to(tiny_causal_dir)
     (ws / "bert").symlink_to(tiny_masked_dir)
     return ws
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory, tiny_causal_dir, tiny_masked_dir) -> Path:
+    return build_workspace(tmp_path_factory.mktemp("scale"), tiny_causal_dir, tiny_masked_dir)
 
 
 def eval_args(ws: Path, method: str, out: str, *extra: str) -> list[str]:
