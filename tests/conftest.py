@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import os
 import shutil
 import socket
 import subprocess
@@ -14,6 +15,24 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+
+def _share_cores_among_workers() -> None:
+    """Under pytest-xdist, each worker gets its share of the cores for torch's threads.
+
+    Torch starts one intra-op thread per core in every process: two workers on two cores ran
+    four threads, and a thread that is not running holds up its barrier (the collapse issue 30
+    measured). tests/planted on two workers took 122 s so and 34 s with one thread each. Set
+    before anything imports torch (it reads the variable once); a count the user exported wins.
+    """
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if not workers or "OMP_NUM_THREADS" in os.environ:
+        return
+    from factprobe.core.cpus import available_cores
+    os.environ["OMP_NUM_THREADS"] = str(max(1, available_cores() // max(1, int(workers))))
+
+
+_share_cores_among_workers()
 
 DATA = Path(__file__).parent / "data"
 

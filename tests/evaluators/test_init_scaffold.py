@@ -1,5 +1,5 @@
 """`factprobe init`'s files: what each source gets, same flags same bytes, and what it refuses
-(fast: no DVC run; tests/evaluators/cli/test_init_pipeline.py runs the pipeline)."""
+(fast: no DVC run; tests/evaluators/cli/test_own_graph_doc.py runs the pipeline)."""
 from __future__ import annotations
 
 import json

@@ -13,7 +13,7 @@ import pytest
 
 from factprobe.evaluators.methods import METHODS
 from tests.evaluators.cli.planting_graphs import GRAPHS, facts, write_graph, write_templates
-from tests.evaluators.cli.test_init_pipeline import BIN, ok
+from tests.evaluators.cli.pipeline_run import BIN, ok
 
 # every method with a DVC stage whose metrics have a validity block (the table's)
 VALIDATED = [f"{n}/" for n, m in METHODS.items()

@@ -11,15 +11,19 @@ the tree was clean, `dvc plots show` draws every chart in headless Chromium with
 the export and publish lines run."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.evaluators.cli.own_graph import write_graph, write_templates
+from tests.evaluators.cli.pipeline_run import EVAL_STAGES, ICL, PIPELINED, ok
 from tests.evaluators.report.test_report_html import _browser
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -61,14 +65,34 @@ def ran_stages(output: str) -> set[str]:
     return {line.split("'")[1] for line in output.splitlines() if line.startswith("Running stage")}
 
 
-@pytest.mark.slow
-def test_own_graph_doc_verbatim(tmp_path):
+@dataclass
+class Walk:
+    """What the doc's commands left: the repository, each command's output, and the generated
+    files as `factprobe init` wrote them and as they stood after `dvc repro`."""
+    repo: Path
+    outputs: dict
+    skipped: list
+    generated: dict
+    after_repro: dict
+    status_after_repro: str
+
+
+GENERATED = ("dvc.yaml", "params.yaml")
+
+
+@pytest.fixture(scope="module")
+def walk(tmp_path_factory) -> Walk:
+    """docs/own-graph.md run once, verbatim; its two tests read what it left (the walkthrough
+    is the whole pipeline of a new user's repository: running it once for both keeps 2 minutes
+    of the suite)."""
+    tmp_path = tmp_path_factory.mktemp("own-graph")
     text = DOC.read_text(encoding="utf-8")
     commands = doc_commands(text)
     (tmp_path / "mine").mkdir()
     graph = write_graph(tmp_path / "mine" / "graph.ttl")
     assert sum("/path/to/graph.ttl" in c for c in commands) == 1
     cwd, outputs, skipped = tmp_path, {}, []
+    generated, after_repro, status = {}, {}, ""
     for cmd in commands:
         if cmd.startswith(NOT_RUN):
             skipped.append(cmd)
@@ -87,8 +111,18 @@ def test_own_graph_doc_verbatim(tmp_path):
             assert "git commit" in outputs[cmd]
             write_templates(cwd / "templates")
             (cwd / "templates" / "ex_capital.yaml").write_text(doc_yaml(text), encoding="utf-8")
-    assert [c.split()[0] for c in skipped] == ["pip", "huggingface-cli"]
-    repo = cwd
+            generated = {p: (cwd / p).read_bytes() for p in GENERATED}
+        if cmd == "dvc repro":
+            after_repro = {p: (cwd / p).read_bytes() for p in GENERATED}
+            status = subprocess.run(["dvc", "status"], cwd=cwd, env=env(), capture_output=True,
+                                    text=True, timeout=300).stdout
+    return Walk(cwd, outputs, skipped, generated, after_repro, status)
+
+
+@pytest.mark.slow
+def test_own_graph_doc_verbatim(walk):
+    outputs, repo = walk.outputs, walk.repo
+    assert [c.split()[0] for c in walk.skipped] == ["pip", "huggingface-cli"]
     assert repo.name == "my-probe" and (repo / ".git").is_dir()
 
     def out(prefix: str) -> str:
@@ -112,6 +146,55 @@ def test_own_graph_doc_verbatim(tmp_path):
     drawn = draw(page)
     assert sum(k.endswith("_csv") for k in drawn) == 3, drawn
     assert sum(k.endswith("_png") for k in drawn) >= 3 and all(drawn.values()), drawn
+
+
+@pytest.mark.slow
+def test_own_repository_from_init_to_report(walk):
+    """`factprobe init` end to end, as a new user (the walkthrough's repository: a graph
+    factprobe has never seen, templates written as the doc says, no edit to the generated
+    files): what init generated, what `dvc repro` ran and wrote, `dvc metrics show`, `dvc plots
+    show`, and one method's settings rerunning that method only."""
+    repo, outputs = walk.repo, walk.outputs
+    text = walk.generated["dvc.yaml"].decode()
+    assert "builders" not in text and "llm-cache\n" not in text and "sample-" not in text
+    assert yaml.safe_load(walk.generated["params.yaml"])["mc"]["choices"] == 8  # sized to the graph
+
+    ran = ran_stages(outputs["dvc repro"])
+    assert {"facts", "aliases", "mc", "templates", "multiprompt", "fktc", "plant",
+            "plant-masked", "report", *EVAL_STAGES} <= ran
+    assert not any(s.startswith("nobel") for s in ran)           # off until params ask for it
+    mc = json.loads((repo / "data/datasets/graph-mc/dataset.json").read_text())["counts"]
+    assert set(mc["per_relation"]) == {"ex:capital", "ex:language"}   # both relations kept
+    assert "up to date" in walk.status_after_repro
+    assert walk.after_repro == walk.generated                          # nothing edited
+
+    # metrics: a handful of flat scalars, every method there, a short first line
+    shown = ok(repo, "dvc", "metrics", "show")
+    assert len(shown.splitlines()[0]) < 1000
+    head = json.loads((repo / "reports/graph/headline.json").read_text())
+    assert 5 <= len(head) <= 20
+    for method in PIPELINED:
+        assert any(k.startswith(method + "/") for k in head), (method, head)
+    assert "zp-lke/planted/mc_accuracy" in shown
+
+    # plots: one chart per figure, every series in it
+    plots = json.loads(ok(repo, "dvc", "plots", "show", "--json"))["data"]
+    cal = plots["reports/graph/plots/calibration.csv"]
+    assert len(cal) == 1 and cal[0]["type"] == "vega"
+    series = {row["series"] for row in cal[0]["content"]["data"]["values"]}
+    assert series == {"belief: planted-mlm", "belief-icl: planted (zero)",
+                      "belief-icl: planted (4-template)"}
+    acc = plots["reports/graph/plots/accuracy_vs_examples.csv"][0]["content"]["data"]["values"]
+    assert len({row["series"] for row in acc}) >= 2
+
+    # one method's settings rerun that method's evaluation (and the report) only
+    ok(repo, "git", "add", "-A")
+    ok(repo, "git", "commit", "-qm", "pipeline")
+    out = ok(repo, "dvc", "exp", "run", "--set-param", f"eval.belief_icl.args='{ICL.format(3)}'")
+    assert ran_stages(out) == {"eval-belief-icl@planted", "report"}
+    columns = ok(repo, "dvc", "exp", "show", "--csv").splitlines()[0].split(",")
+    assert len(columns) < 120
+    assert "# Written by factprobe init" in (repo / "params.yaml").read_text().splitlines()[0]
 
 
 def draw(page: Path) -> dict[str, bool]:
