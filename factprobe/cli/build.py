@@ -25,7 +25,8 @@ EPILOG_FACTS = """examples:
 
 
 def _add_facts(sub, common) -> None:
-    from factprobe.builders.sources.table import SOURCES, flag_modules
+    from factprobe.builders.sources.table import SOURCES
+    from factprobe.cli.source_flags import add_source_flags
     p = sub.add_parser("facts", parents=[common], help="read facts from a knowledge graph",
                        epilog=EPILOG_FACTS, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--source", required=True, choices=tuple(SOURCES))
@@ -42,14 +43,15 @@ def _add_facts(sub, common) -> None:
     p.add_argument("--skip-bad", action="store_true",
                    help="skip malformed input lines and count them instead of failing")
     network_flags(p)
-    for module in flag_modules(SOURCES):    # each source's own flags (Source.flags), once
-        module.add_flags(p)
+    add_source_flags(p, SOURCES)        # each source's own flags (Source.flags), once
     p.set_defaults(run=_run_facts)
 
 
 def _run_facts(args) -> str:
     from factprobe.builders.datasets.build_facts import FactsConfig, build_facts
     from factprobe.builders.sources.table import SOURCES
+    from factprobe.cli.source_flags import refuse_foreign_flags
+    refuse_foreign_flags(args, args.source)
     cfg = FactsConfig(source=args.source, relations=args.relations, out=args.out,
                       path=args.path, endpoint=args.endpoint, limit=args.limit, lang=args.lang,
                       date_format=args.date_format, skip_bad=args.skip_bad,
@@ -158,7 +160,8 @@ EPILOG_NOBEL = """examples:
 def _add_nobel(sub, common) -> None:
     from factprobe.builders.datasets.nobel_config import NobelModel
     from factprobe.builders.datasets.nobel_source import NOBEL_SOURCES
-    from factprobe.builders.sources.table import SOURCES, flag_modules
+    from factprobe.builders.sources.table import SOURCES
+    from factprobe.cli.source_flags import add_source_flags
     d = NobelModel()
     p = sub.add_parser("nobel", parents=[common], help="Nobel laureates and their birth years",
                        epilog=EPILOG_NOBEL, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -180,8 +183,7 @@ def _add_nobel(sub, common) -> None:
     p.add_argument("--skip-bad", action="store_true",
                    help="wikidata-dump: skip and count malformed lines instead of failing")
     network_flags(p)
-    for module in flag_modules({n: SOURCES[n] for n in NOBEL_SOURCES}):
-        module.add_flags(p)
+    add_source_flags(p, {n: SOURCES[n] for n in NOBEL_SOURCES})
     p.set_defaults(run=_run_nobel)
 
 
@@ -189,7 +191,9 @@ def _run_nobel(args) -> str:
     from factprobe.builders.datasets.nobel_config import NobelConfig, NobelModel
     from factprobe.builders.datasets.nobel_source import NobelSource, build_nobel_from, choose_source
     from factprobe.builders.sources.table import SOURCES
+    from factprobe.cli.source_flags import refuse_foreign_flags
     chosen = choose_source(args.source, args.path, args.endpoint)  # a flag conflict first
+    refuse_foreign_flags(args, chosen)
     src = NobelSource(source=args.source, path=args.path, endpoint=args.endpoint,
                       network=network_options(args),
                       options=SOURCES[chosen].options_from(args), skip_bad=args.skip_bad)

@@ -27,7 +27,8 @@ EPILOG_DIFF = """examples:
 
 
 def add_refresh(sub, common) -> None:
-    from factprobe.builders.sources.table import SOURCES, flag_modules
+    from factprobe.builders.sources.table import SOURCES
+    from factprobe.cli.source_flags import add_source_flags
     p = sub.add_parser("refresh", parents=[common],
                        help="read a dataset's facts again from a later snapshot of its graph",
                        epilog=EPILOG_REFRESH, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -45,8 +46,7 @@ def add_refresh(sub, common) -> None:
                    help="skip malformed dump lines and count them instead of failing")
     network_flags(p)
     # the sources' own flags (--page-size, --prefix: added to the dataset's own prefixes)
-    for module in flag_modules({n: SOURCES[n] for n in REFRESH_SOURCES}):
-        module.add_flags(p)
+    add_source_flags(p, {n: SOURCES[n] for n in REFRESH_SOURCES})
     p.set_defaults(run=run_refresh)
 
 
@@ -55,7 +55,9 @@ def run_refresh(args) -> str:
     from factprobe.builders.inputs import resolve_input
     from factprobe.builders.sources.config import FactsConfig
     from factprobe.builders.sources.table import source_for
+    from factprobe.cli.source_flags import refuse_foreign_flags
     source = source_for(args.source, args.path, args.endpoint)  # a flag conflict first
+    refuse_foreign_flags(args, args.source)
     facts = FactsConfig(source=args.source, relations=None, out=args.out, path=args.path,
                         endpoint=args.endpoint, lang=args.lang or "",
                         date_format=args.date_format or "", skip_bad=args.skip_bad,
