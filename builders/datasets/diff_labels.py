@@ -28,7 +28,7 @@ def align_to_ids(old: pa.Table, resolved: pa.Table, new: pa.Table) -> tuple[pa.T
     ...                 "object_id": ["Rome", "Poseidonis"], "subject": ["Italy", "Atlantis"],
     ...                 "object": ["Rome", "Poseidonis"], "subject_aliases": [[], []],
     ...                 "object_aliases": [[], []]})
-    >>> res = pa.table({"relation_id": ["P36", "P36"], "label": ["Italy", "Atlantis"],
+    >>> res = pa.table({"relation_id": ["P36", "P36"], "subject": ["Italy", "Atlantis"],
     ...                 "status": ["resolved", "unresolved"], "subject_id": ["Q38", ""]})
     >>> new = pa.table({"relation_id": ["P36"], "subject_id": ["Q38"], "object_id": ["Q220"],
     ...                 "subject": ["Italy"], "object": ["Rome"], "subject_aliases": [["Italia"]],
@@ -39,8 +39,8 @@ def align_to_ids(old: pa.Table, resolved: pa.Table, new: pa.Table) -> tuple[pa.T
     """
     cols = list(DIFF_COLUMNS)
     o = old.select(cols).to_pandas()
-    r = resolved.select(["relation_id", "label", "status", "subject_id"]).to_pandas()
-    ok = r[r["status"] == "resolved"].rename(columns={"label": "_label", "subject_id": "_id"})
+    r = resolved.select(["relation_id", "subject", "status", "subject_id"]).to_pandas()
+    ok = r[r["status"] == "resolved"].rename(columns={"subject": "_label", "subject_id": "_id"})
     o = o.merge(ok[["relation_id", "_label", "_id"]], how="left",
                 left_on=["relation_id", "subject_id"], right_on=["relation_id", "_label"])
     gone = o["_id"].isna()

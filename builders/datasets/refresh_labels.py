@@ -28,14 +28,15 @@ from factprobe.core.provenance import facts_root
 from factprobe.builders.sources.graph import PREFIXES, checked_lang
 from factprobe.builders.sources.iris import RDFS, SKOS, WDT, checked_iri, compact, resolve
 
-# the imports whose release names entities by label only: their ids are labels
-LABEL_ID_FORMATS = ("pararel", "entityquestions")
+# the imports whose release names entities by label only (ParaRel, EntityQuestions, the
+# MONITOR authors' FKTC files): their ids are labels
+LABEL_ID_FORMATS = ("pararel", "entityquestions", "fktc-import")
 LABEL_BATCH = 100      # labels per query: a few kB of query, well under any request limit
 MAX_LABEL = 400        # Wikidata's labels stop at 250 characters; a longer one is no name
 LISTED = 100           # unresolved / ambiguous labels named in the manifest (the table has all)
 STATUSES = ("resolved", "unresolved", "ambiguous", "malformed")
 RESOLVED_SCHEMA = pa.schema([
-    ("relation_id", pa.string()), ("label", pa.string()), ("status", pa.string()),
+    ("relation_id", pa.string()), ("subject", pa.string()), ("status", pa.string()),
     ("subject_id", pa.string()), ("matched", pa.string()), ("candidates", pa.list_(pa.string())),
 ])
 _PREFERRED = (RDFS + "label", SKOS + "prefLabel")
@@ -149,9 +150,9 @@ def summary(table: pa.Table) -> dict:
                                          for s in STATUSES}}
     out["by_alias"] = sum(r["status"] == "resolved" and r["matched"] == "alias" for r in rows)
     for status in ("unresolved", "malformed"):
-        out[f"{status}_labels"] = [f"{r['relation_id']} {r['label']}" for r in rows
+        out[f"{status}_labels"] = [f"{r['relation_id']} {r['subject']}" for r in rows
                                    if r["status"] == status][:LISTED]
-    out["ambiguous_labels"] = {f"{r['relation_id']} {r['label']}": r["candidates"]
+    out["ambiguous_labels"] = {f"{r['relation_id']} {r['subject']}": r["candidates"]
                                for r in rows if r["status"] == "ambiguous"}
     out["ambiguous_labels"] = dict(list(out["ambiguous_labels"].items())[:LISTED])
     return out

@@ -22,6 +22,10 @@ COLUMNS = {
     "answers": "every correct object label of this (subject, relation) pair",
     "split": "`train`, `test`, or empty",
     "is_base": "FKTC: the relation's base question Q0 (the others paraphrase it)",
+    "status": "refresh of a dataset named by labels: `resolved`, `unresolved`, `ambiguous` or "
+              "`malformed` (`resolved.parquet`)",
+    "matched": "refresh by labels: whether the name is the entity's `label` or an `alias`",
+    "candidates": "refresh by labels: every entity bearing the name (several: ambiguous)",
     "frame": "FKTC: `statement`, a cloze statement posed cut before `[Y]` (MONITOR's WP frame)",
     "prompt_id": "stable id of the prompt: template, subject and subject name",
     "subject_name": "the name of the subject used in this prompt (label or alias)",

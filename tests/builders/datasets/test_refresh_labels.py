@@ -104,7 +104,7 @@ def test_labels_resolved_counted_and_listed(world, tmp_path):
     assert labels["malformed_labels"] == [f"P19 {LONG}"]
     assert manifest["params"]["subjects_by_label"] is True
     resolved = pq.read_table(out / "resolved.parquet").to_pylist()
-    assert {(r["label"], r["subject_id"]) for r in resolved if r["relation_id"] == "P36"
+    assert {(r["subject"], r["subject_id"]) for r in resolved if r["relation_id"] == "P36"
             and r["status"] == "resolved"} >= {("France", "Q142"), ("Germany", "Q183")}
     facts = pq.read_table(out / "facts.parquet")
     assert all(s.startswith("Q") for s in facts["subject_id"].to_pylist())
@@ -142,7 +142,7 @@ def test_hostile_labels_are_data_not_query(world, tmp_path):
     """A label that closes the literal and adds query text matches nothing, and the query
     stays one valid query: the endpoint answered (nothing was refused as malformed SPARQL)."""
     out = _refresh(world, tmp_path / "later")
-    resolved = {r["label"]: r for r in pq.read_table(out / "resolved.parquet").to_pylist()}
+    resolved = {r["subject"]: r for r in pq.read_table(out / "resolved.parquet").to_pylist()}
     assert resolved[HOSTILE]["status"] == "unresolved"
     assert resolved[LONG]["status"] == "malformed"
 
@@ -177,3 +177,35 @@ def test_command_line_refresh_of_an_import(world, tmp_path, capsys):
     counts = json.loads((out / "dataset.json").read_text())["counts"]["refresh"]["labels"]
     assert (f"subjects by label: resolved {counts['resolved']}, unresolved 3, ambiguous 1, "
             f"malformed 1 of {counts['labels']}") in printed
+
+
+def test_wikidata_source_resolves_as_sparql(world, tmp_path):
+    """--source wikidata asks the query service the same label query (here pointed at the
+    local server): the same datasets."""
+    by_sparql = _refresh(world, tmp_path / "sparql")
+    by_wikidata = _refresh(world, tmp_path / "wd", source="wikidata", endpoint=world["url2"])
+    assert table(by_wikidata, "facts").equals(table(by_sparql, "facts"))
+    assert table(by_wikidata, "resolved").equals(table(by_sparql, "resolved"))
+
+
+def test_the_authors_fktc_files_are_named_by_label_too(world, tmp_path):
+    from pathlib import Path
+    from factprobe.builders.datasets.fktc_import import FktcImportConfig, import_fktc
+    fktc = import_fktc(FktcImportConfig(
+        path=str(Path(__file__).resolve().parents[2] / "data" / "fktc"),
+        out=str(tmp_path / "fktc")))
+    with pytest.raises(UserError, match="names its subjects by label"):
+        _refresh({**world, "labels": fktc}, tmp_path / "out")
+
+
+def test_refreshed_import_feeds_the_builders_and_its_card(world, tmp_path):
+    from factprobe.builders.datasets.mc import MCConfig, build_mc
+    from factprobe.builders.publish.card import CardOptions
+    from factprobe.builders.publish.export import export_hub_folder
+    out = _refresh(world, tmp_path / "later")
+    mc = build_mc(MCConfig(facts=str(out), out=str(tmp_path / "mc"), choices=2, min_facts=1,
+                           min_objects=2, train=1, test=1))
+    assert pq.read_table(mc / "facts.parquet").num_rows > 0
+    hub = export_hub_folder(out, tmp_path / "hub", CardOptions(repo_id="me/pr-later"))
+    card = (hub / "README.md").read_text()
+    assert "`ambiguous`" in card and "resolved" in card
