@@ -239,6 +239,9 @@ def _run_fktc(args) -> str:
         if args.templates or args.templates_dir:
             raise UserError("--templates and --templates-dir are for building from --facts; "
                             "--import DIR reads the questions from the authors' files")
+        if args.frame != "question":
+            raise UserError("--frame statement is for building from --facts; the authors' "
+                            "files hold questions")
         from factprobe.builders.datasets.fktc_import import FktcImportConfig, import_fktc
         return f"wrote {import_fktc(FktcImportConfig(path=args.import_dir, out=args.out))}"
     if not args.facts:

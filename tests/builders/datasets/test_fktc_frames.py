@@ -121,3 +121,20 @@ def test_card_says_statements_and_describes_the_frame_column(pararel, tmp_path):
     card = (hub / "README.md").read_text()
     assert "on cloze statements" in card and "word-prediction frame" in card
     assert "a cloze statement posed cut before `[Y]`" in card
+
+
+def test_cli_refuses_statement_frames_for_the_authors_files(tmp_path, capsys):
+    from factprobe.cli.app import main
+    fktc = Path(__file__).resolve().parents[2] / "data" / "fktc"
+    assert main(["build", "fktc", "--import", str(fktc), "--frame", "statement", "--out",
+                 str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "the authors' files hold questions" in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_relation_whose_patterns_all_put_y_first_is_left_out_and_named(tmp_path):
+    from factprobe.builders.templates.files import Template
+    from factprobe.builders.datasets.fktc import pick_questions, y_not_last
+    ts = [Template("P36/pr03", "P36", "[Y] is the capital of [X].", "statement", "imported")]
+    assert pick_questions(ts, 7, 0.7, "statement") == ([], 0) and y_not_last(ts) == 1
