@@ -200,6 +200,15 @@ def _refresh(manifest: Mapping[str, Any]) -> list[str]:
              f"{_cell(refresh.get('pairs', '?'))} (relation, subject) pairs are still there, "
              f"{_cell(refresh.get('pairs_gone', '?'))} "
              f"are gone. Every row that changed: `factprobe diff`.", ""]
+    labels = refresh.get("labels")
+    if isinstance(labels, dict):   # a dataset named by labels: what became of its names
+        lines += [f"{_code(was)} names its subjects by label: of its "
+                  f"{_cell(labels.get('labels', '?'))} (relation, label) pairs "
+                  f"{_cell(labels.get('resolved', '?'))} resolved to one entity, "
+                  f"{_cell(labels.get('unresolved', '?'))} to none, "
+                  f"{_cell(labels.get('ambiguous', '?'))} to several (never guessed) and "
+                  f"{_cell(labels.get('malformed', '?'))} are no name "
+                  f"(`resolved.parquet` lists each).", ""]
     changes = refresh.get("changes")
     if isinstance(changes, dict) and any(changes.values()):
         lines += ["| change | rows |", "|---|---|"]

@@ -209,3 +209,4 @@ def test_refreshed_import_feeds_the_builders_and_its_card(world, tmp_path):
     hub = export_hub_folder(out, tmp_path / "hub", CardOptions(repo_id="me/pr-later"))
     card = (hub / "README.md").read_text()
     assert "`ambiguous`" in card and "resolved" in card
+    assert "names its subjects by label" in card and "to several (never guessed)" in card
