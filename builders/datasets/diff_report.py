@@ -15,7 +15,10 @@ from factprobe.core.markers import stamp
 from factprobe.core.provenance import facts_root, input_of, make_provenance
 from factprobe.core.tables import base_manifest, dumps_json, read_table, write_parquet
 from factprobe.builders.datasets.diff import CHANGES, DIFF_COLUMNS, change_counts, diff_facts
+from factprobe.builders.datasets.diff_labels import align_to_ids, read_resolved
 from factprobe.builders.datasets.refresh import FACT_KINDS
+from factprobe.builders.datasets.refresh_labels import labels_are_ids
+from factprobe.builders.datasets.refresh_labels import summary as label_summary
 from factprobe.builders.inputs import InputDataset, Needs, as_input
 
 OLD_INPUT = Needs("OLD", FACT_KINDS, columns=DIFF_COLUMNS)
@@ -53,10 +56,23 @@ def _describe(side: dict) -> str:
             f"{code(where) if where else 'source unknown'}, {escape(when)}")
 
 
+def _labels_lines(labels: dict | None) -> list[str]:
+    """What the summary says of a dataset named by labels, compared under resolved ids."""
+    if not labels:
+        return []
+    return [f"OLD names its subjects by label: of its {labels['labels']} (relation, label) "
+            f"pairs {labels['resolved']} resolved to one entity ({labels['by_alias']} by an "
+            f"alias), {labels['unresolved']} to none, {labels['ambiguous']} to several and "
+            f"{labels['malformed']} are no name; the {labels['facts_left_out']} facts of the "
+            f"{labels['pairs_left_out']} not resolved are left out of the comparison (listed "
+            f"in NEW's resolved.parquet), and aliases are not compared.", ""]
+
+
 def summary_markdown(result: dict, diff: pa.Table) -> str:
     """The one-screen summary: both snapshots, totals, a row per relation, the first rows."""
     lines = ["# factprobe diff", "",
              f"- old: {_describe(result['old'])}", f"- new: {_describe(result['new'])}", "",
+             *_labels_lines(result.get("labels")),
              f"{result['rows']} change(s)" + (":" if result["rows"] else "; the facts are the "
                                               "same."), ""]
     if result["rows"]:
@@ -82,11 +98,22 @@ def diff_datasets(cfg: DiffConfig) -> tuple[pa.Table, dict, str]:
     old, new = as_input(cfg.old, OLD_INPUT), as_input(cfg.new, NEW_INPUT)
     before = read_table(old.folder, "facts", list(DIFF_COLUMNS))
     after = read_table(new.folder, "facts", list(DIFF_COLUMNS))
+    n_before = before.num_rows
+    resolved = read_resolved(new.folder)
+    labels = None
+    if resolved is not None and labels_are_ids(old.manifest):
+        # NEW is a refresh of a dataset named by labels: OLD is read under the ids they became
+        before, left = align_to_ids(before, resolved, after)
+        labels = {**left, **{k: v for k, v in label_summary(resolved).items()
+                             if k in ("labels", "resolved", "unresolved", "ambiguous",
+                                      "malformed", "by_alias")}}
     diff = diff_facts(before, after)
     totals, per = change_counts(diff)
-    result = {"old": snapshot(old, before.num_rows), "new": snapshot(new, after.num_rows),
+    result = {"old": snapshot(old, n_before), "new": snapshot(new, after.num_rows),
               "rows": diff.num_rows,
               "counts": totals, "per_relation": per}
+    if labels is not None:
+        result["labels"] = labels
     summary = summary_markdown(result, diff)
     if cfg.out:
         write_diff(cfg.out, diff, result, summary, old, new)
@@ -99,7 +126,8 @@ def write_diff(out: str, diff: pa.Table, result: dict, summary: str, old: InputD
     manifest = base_manifest(
         Path(out).name, "diff", {"type": "diff"}, {"old": old.spec, "new": new.spec},
         {"rows": result["rows"], "changes": result["counts"],
-         "per_relation": result["per_relation"], "old": result["old"], "new": result["new"]},
+         "per_relation": result["per_relation"], "old": result["old"], "new": result["new"],
+         **({"labels": result["labels"]} if "labels" in result else {})},
         make_provenance(inputs={"old": input_of(old), "new": input_of(new)}))
     with atomic_folder(out, "dataset", "diff") as tmp:
         write_parquet(diff, tmp / "diff.parquet")

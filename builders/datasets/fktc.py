@@ -10,6 +10,13 @@ the authors' code), the positive interference prompt "{y*}. Q0(x)" and the M neg
 The templates table marks the base question with ``is_base``; question templates are stored as
 ``<question> [Y].`` like every question template (:func:`~factprobe.builders.templates.files.question_text`
 gives the question back).
+
+``frame="statement"`` poses cloze statements instead (ParaRel's patterns, hand-written
+statements): the paper's word-prediction frame (its Table 1, frame 1, "[X] is located in _"),
+each statement cut before ``[Y]`` and completed by the model, its wording kept. Only statements
+whose ``[Y]`` is last can be completed left to right; the others are counted per relation
+(``frames_y_not_last``). Such a dataset's templates table has a ``frame`` column
+(``statement``) that tells ``eval monitor`` to pose them.
 """
 from __future__ import annotations
 
@@ -31,8 +38,11 @@ from factprobe.builders.templates.files import (
     read_templates,
     template_files_source,
     templates_table,
+    y_is_last,
 )
 from factprobe.builders.templates.filters import diverse
+
+FRAMES = ("question", "statement")
 
 
 @dataclass(frozen=True)
@@ -46,29 +56,47 @@ class FktcConfig:
     seed: int = 0
     bleu: float = 0.7
     progress: bool = True
+    # question: the paper's QA frames (Sec. 4); statement: cloze statements whose [Y] is last,
+    # the paper's WP frame (Table 1, frame 1), e.g. ParaRel's patterns
+    frame: str = "question"
 
 
 # fktc draws negatives again, so it reads what misprimes reads
 FKTC_INPUT = MISPRIMES_INPUT
 
 
-def pick_questions(templates: list[Template], limit: int, bleu: float
-                   ) -> tuple[list[Template], int]:
+def pick_questions(templates: list[Template], limit: int, bleu: float,
+                   frame: str = "question") -> tuple[list[Template], int]:
     """The relation's base question and its paraphrases, and how many BLEU left out.
 
-    Hand-written questions come first (by id), then machine paraphrases; the first is the base.
+    Hand-written questions come first (by id), then machine paraphrases and imported ones (by
+    id: an import's ids follow its file order, ParaRel's ``pr01`` first); the first is the base. With ``frame="statement"`` the
+    same for the statements whose ``[Y]`` is last, compared on the text the model is given
+    (the statement cut before ``[Y]``).
     """
-    qs = sorted((t for t in templates if t.style == "question"),
-                key=lambda t: (t.origin != "manual", t.template_id))
+    if frame == "statement":
+        usable = [t for t in templates if t.style == "statement" and y_is_last(t.template)]
+    else:
+        usable = [t for t in templates if t.style == "question"]
+    qs = sorted(usable, key=lambda t: (t.origin != "manual", t.template_id))
     keep = diverse([question_text(t.template) for t in qs], bleu)
     dropped = len(qs) - len(keep)
     return [qs[i] for i in keep[:limit]], dropped
 
 
-def fktc_templates_table(chosen: dict[str, list[Template]]) -> pa.Table:
+def y_not_last(templates: list[Template]) -> int:
+    """Statements a left-to-right model cannot complete: ``[Y]`` is not last."""
+    return sum(t.style == "statement" and not y_is_last(t.template) for t in templates)
+
+
+def fktc_templates_table(chosen: dict[str, list[Template]], frame: str = "question"
+                         ) -> pa.Table:
     rows = [t for qs in chosen.values() for t in qs]
     base = {t.template_id: i == 0 for qs in chosen.values() for i, t in enumerate(qs)}
-    return templates_table(rows, {"is_base": (pa.bool_(), base)})
+    extra = {"is_base": (pa.bool_(), base)}
+    if frame != "question":   # a question dataset keeps the columns it always had
+        extra["frame"] = (pa.string(), {t.template_id: frame for t in rows})
+    return templates_table(rows, extra)
 
 
 def prompt_count(facts: pa.Table, questions_per_relation: dict[str, int]) -> int:
@@ -80,6 +108,10 @@ def prompt_count(facts: pa.Table, questions_per_relation: dict[str, int]) -> int
 def build_fktc(cfg: FktcConfig) -> Path:
     if cfg.questions < 1 or cfg.negatives < 1:
         raise UserError("--questions and --negatives must be at least 1")
+    if cfg.frame not in FRAMES:
+        raise UserError(f"--frame {cfg.frame!r}: use one of {', '.join(FRAMES)}")
+    what = "question template" if cfg.frame == "question" else \
+        "statement template whose [Y] is last"
     facts_input = as_input(cfg.facts, FKTC_INPUT)
     folder, manifest = facts_input.folder, facts_input.manifest
     templates_input = as_input(cfg.templates, templates_needs())
@@ -94,15 +126,18 @@ def build_fktc(cfg: FktcConfig) -> Path:
     dropped: dict[str, str] = {}
     bleu_dropped: dict[str, int] = {}
     for rid in in_facts:
-        qs, n_bleu = pick_questions(by_rel.get(rid, []), cfg.questions, cfg.bleu)
+        qs, n_bleu = pick_questions(by_rel.get(rid, []), cfg.questions, cfg.bleu, cfg.frame)
         if not qs:
-            dropped[rid] = "no question template"
+            dropped[rid] = f"no {what}"
             continue
         chosen[rid] = qs
         bleu_dropped[rid] = n_bleu
     if not chosen:
-        raise UserError(f"no relation of {facts_input.spec} has a question template in "
-                        f"{templates_spec or cfg.templates_dir}")
+        hint = "; ParaRel's and LAMA's patterns are statements: pass --frame statement" \
+            if cfg.frame == "question" and any(t.style == "statement" for ts in by_rel.values()
+                                               for t in ts) else ""
+        raise UserError(f"no relation of {facts_input.spec} has a {what} in "
+                        f"{templates_spec or cfg.templates_dir}{hint}")
     facts = facts.filter(pc.is_in(facts["relation_id"], value_set=pa.array(sorted(chosen))))
     lists, neg_counts = draw_negatives(facts, cfg.negatives, cfg.seed)
     if "negatives" in facts.column_names:
@@ -113,10 +148,13 @@ def build_fktc(cfg: FktcConfig) -> Path:
                         "questions": n_questions[r], "questions_dropped_bleu": bleu_dropped[r],
                         "short_negatives": neg_counts["per_relation"][r]["short"]}
                     for r in sorted(chosen)}
+    if cfg.frame == "statement":
+        for r in per_relation:
+            per_relation[r]["frames_y_not_last"] = y_not_last(by_rel[r])
     counts = {"facts": facts.num_rows, "relations": len(chosen),
               "prompts": prompt_count(facts, n_questions), "per_relation": per_relation,
               "dropped_relations": dropped, "short_negatives": neg_counts["short"]}
-    tables = {"facts": facts, "templates": fktc_templates_table(chosen)}
+    tables = {"facts": facts, "templates": fktc_templates_table(chosen, cfg.frame)}
     if (folder / "relations.parquet").exists():
         rel = read_table(folder, "relations")
         tables["relations"] = rel.filter(pc.is_in(rel["relation_id"],
@@ -128,6 +166,8 @@ def build_fktc(cfg: FktcConfig) -> Path:
         source["templates_sha256"] = file_sha256(templates_folder / "templates.parquet")
     params = {"questions": cfg.questions, "negatives": cfg.negatives, "seed": cfg.seed,
               "bleu": cfg.bleu}
+    if cfg.frame != "question":   # a question dataset's manifest stays as it always was
+        params["frame"] = cfg.frame
     prov = make_provenance(
         source=None if templates_folder else template_files_source(cfg.templates_dir, sorted(chosen)),
         inputs={"facts": input_of(facts_input), "templates": input_of(templates_input)})

@@ -11,6 +11,7 @@ counted and listed in the manifest; ``factprobe diff`` says row by row what chan
 """
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,6 +28,18 @@ from factprobe.builders.datasets.build_facts import read_source
 from factprobe.builders.datasets.facts import triple_count
 from factprobe.builders.inputs import InputDataset, Needs, as_input
 from factprobe.builders.sources.config import FactsConfig
+from factprobe.builders.datasets.diff_labels import RESOLVED
+from factprobe.builders.datasets.refresh_labels import (
+    dataset_labels,
+    labels_are_ids,
+    named_rows,
+    none_resolved,
+    resolve_facts,
+    resolve_sparql,
+    resolved_pairs,
+    wanted_keys,
+)
+from factprobe.builders.datasets.refresh_labels import summary as label_summary
 
 # The datasets whose facts table names its pairs by id (facts, aliases, mc, misprimes...).
 FACT_KINDS = ("facts", "mc", "misprimes", "multiprompt", "fktc", "nobel")
@@ -149,38 +162,78 @@ def snapshot_of(provenance: dict) -> dict:
     return {k: provenance[k] for k in keep if provenance.get(k) not in (None, "", [])}
 
 
-def changes_since(inp: InputDataset, kept: pa.Table) -> dict | None:
+def changes_since(inp: InputDataset, kept: pa.Table, resolved: pa.Table | None = None
+                  ) -> dict | None:
     """Rows of each change from the dataset to its refresh (:mod:`.diff`); None when the
-    dataset's facts lack a column the diff compares."""
+    dataset's facts lack a column the diff compares. A dataset named by labels is compared
+    under the ids they resolved to (:mod:`.diff_labels`)."""
     from factprobe.builders.datasets.diff import DIFF_COLUMNS, change_counts, diff_facts
+    from factprobe.builders.datasets.diff_labels import align_to_ids
     if not set(DIFF_COLUMNS) <= set(read_schema(inp.folder, "facts").names):
         return None
-    totals, _ = change_counts(diff_facts(read_table(inp.folder, "facts", list(DIFF_COLUMNS)),
-                                         kept))
+    old = read_table(inp.folder, "facts", list(DIFF_COLUMNS))
+    if resolved is not None:
+        old, _ = align_to_ids(old, resolved, kept)
+    totals, _ = change_counts(diff_facts(old, kept))
     return totals
+
+
+def check_relation_ids(relations: list[str], source: str, spec: str) -> None:
+    """A label-named dataset read from Wikidata: its relations must still be property ids."""
+    bad = sorted(r for r in set(relations) if not re.fullmatch(r"P[1-9][0-9]*", r))
+    if source in WIKIDATA_SOURCES and bad:
+        raise UserError(f"--dataset {spec}: relation id(s) {', '.join(map(repr, bad[:3]))} are "
+                        f"not Wikidata property ids like P36; --source {source} reads those only")
 
 
 def build_refresh(cfg: RefreshConfig) -> Path:
     inp = as_input(cfg.dataset, REFRESH_INPUT)
-    pairs = dataset_pairs(inp.folder, inp.spec)
-    check_ids(pairs, cfg.facts.source, inp.spec)
+    by_label = labels_are_ids(inp.manifest)
+    labels = dataset_labels(inp.folder, inp.spec) if by_label else None
+    if labels is not None:
+        # the labels stand in for the pairs until they are resolved (a dump: as it is read)
+        pairs = pa.table({"relation_id": [r for r, _ in sorted(labels)],
+                          "subject_id": [s for _, s in sorted(labels)]})
+        check_relation_ids(pairs["relation_id"].to_pylist(), cfg.facts.source, inp.spec)
+    else:
+        pairs = dataset_pairs(inp.folder, inp.spec)
+        check_ids(pairs, cfg.facts.source, inp.spec)
     facts_cfg = source_config(cfg, inp, pairs)
+    resolved = None
+    reading = None
+    if labels is not None and facts_cfg.source != "wikidata-dump":
+        from factprobe.builders.sources.readers import graph, graph_endpoint
+        opened = graph_endpoint(facts_cfg)
+        resolved = resolve_sparql(opened[0], labels, facts_cfg.lang, opened[1]).table()
+        pairs = resolved_pairs(resolved)
+        if pairs.num_rows == 0:
+            raise none_resolved(inp.spec, resolved)
+        facts_cfg = source_config(cfg, inp, pairs)
+        reading = contextlib.nullcontext(graph(facts_cfg, opened))
     none_left = UserError(
         f"the {facts_cfg.source} source has none of the {pairs.num_rows} (relation, subject) "
         f"pairs of --dataset {inp.spec} (relations {', '.join(facts_cfg.relations or ())}); is "
         f"it the graph the dataset came from?")
-    with read_source(facts_cfg) as result:
+    with reading or read_source(facts_cfg) as result:
         if triple_count(result) == 0:
             raise none_left
         # assembled as build facts does: the SPARQL sources read only the dataset's subjects;
-        # a dump reads every subject of its relations, kept a row group at a time
+        # a dump reads every subject of its relations, kept a row group at a time (for a
+        # dataset named by labels: the rows whose subject bears one of its names)
         if result.assembly is not None:
+            wanted = wanted_keys(labels) if labels is not None and resolved is None else None
             facts, relation_table, _ = result.assembly.assemble_kept(
-                lambda group: keep_pairs(group, pairs))
+                (lambda group: named_rows(group, wanted)) if wanted is not None else
+                (lambda group: keep_pairs(group, pairs)))
         else:
             from factprobe.builders.datasets.facts import assemble_facts
             facts, relation_table, _ = assemble_facts(result)
         provenance = dict(result.provenance)
+    if labels is not None and resolved is None:
+        resolved = resolve_facts(facts, labels).table()
+        pairs = resolved_pairs(resolved)
+        if pairs.num_rows == 0:
+            raise none_resolved(inp.spec, resolved)
     kept = keep_pairs(facts, pairs)
     if kept.num_rows == 0:
         raise none_left
@@ -189,11 +242,17 @@ def build_refresh(cfg: RefreshConfig) -> Path:
                                                     value_set=present))
     gone = gone_pairs(pairs, kept)
     counts = refreshed_counts(kept, pairs, gone, facts_cfg.source, snapshot_of(provenance))
-    changes = changes_since(inp, kept)
+    tables = {"facts": kept, "relations": relation_table}
+    if resolved is not None:   # which id each label became, and which found none or several
+        counts["refresh"]["labels"] = label_summary(resolved)
+        tables[RESOLVED] = resolved
+    changes = changes_since(inp, kept, resolved)
     if changes is not None:   # what the dataset card says changed (factprobe diff: each row)
         counts["refresh"]["changes"] = changes
     params = {**facts_cfg.manifest_params(), "refresh_of": inp.manifest.get("name")}
+    if resolved is not None:
+        params["subjects_by_label"] = True
     manifest = base_manifest(
         Path(facts_cfg.out).name, "facts", provenance, params, counts,
         make_provenance(source=provenance, inputs={"refreshed": input_of(inp)}))
-    return write_dataset(facts_cfg.out, {"facts": kept, "relations": relation_table}, manifest)
+    return write_dataset(facts_cfg.out, tables, manifest)

@@ -22,6 +22,11 @@ COLUMNS = {
     "answers": "every correct object label of this (subject, relation) pair",
     "split": "`train`, `test`, or empty",
     "is_base": "FKTC: the relation's base question Q0 (the others paraphrase it)",
+    "status": "refresh of a dataset named by labels: `resolved`, `unresolved`, `ambiguous` or "
+              "`malformed` (`resolved.parquet`)",
+    "matched": "refresh by labels: whether the name is the entity's `label` or an `alias`",
+    "candidates": "refresh by labels: every entity bearing the name (several: ambiguous)",
+    "frame": "FKTC: `statement`, a cloze statement posed cut before `[Y]` (MONITOR's WP frame)",
     "prompt_id": "stable id of the prompt: template, subject and subject name",
     "subject_name": "the name of the subject used in this prompt (label or alias)",
     "prompt": "the template with `[X]` filled",
@@ -195,6 +200,15 @@ def _refresh(manifest: Mapping[str, Any]) -> list[str]:
              f"{_cell(refresh.get('pairs', '?'))} (relation, subject) pairs are still there, "
              f"{_cell(refresh.get('pairs_gone', '?'))} "
              f"are gone. Every row that changed: `factprobe diff`.", ""]
+    labels = refresh.get("labels")
+    if isinstance(labels, dict):   # a dataset named by labels: what became of its names
+        lines += [f"{_code(was)} names its subjects by label: of its "
+                  f"{_cell(labels.get('labels', '?'))} (relation, label) pairs "
+                  f"{_cell(labels.get('resolved', '?'))} resolved to one entity, "
+                  f"{_cell(labels.get('unresolved', '?'))} to none, "
+                  f"{_cell(labels.get('ambiguous', '?'))} to several (never guessed) and "
+                  f"{_cell(labels.get('malformed', '?'))} are no name "
+                  f"(`resolved.parquet` lists each).", ""]
     changes = refresh.get("changes")
     if isinstance(changes, dict) and any(changes.values()):
         lines += ["| change | rows |", "|---|---|"]

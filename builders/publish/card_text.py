@@ -57,6 +57,15 @@ def summary(manifest: Mapping[str, Any]) -> str:
                 f"{stats.get('prompts', 'see the counts for the number of')} prompts for "
                 f"{stats.get('unique_triples', 'the')} facts and {stats.get('templates', 'the')} "
                 f"templates.")
+    if kind == "fktc" and params.get("frame") == "statement":
+        return (f"A reliability probing set built with the construction of FKTC, the test corpus "
+                f"of MONITOR (Wang et al., NAACL 2024), on cloze statements: per relation a "
+                f"base statement and its paraphrases (`templates`, `is_base`, `frame`), at most "
+                f"{params.get('questions', 'N')}, each posed cut before `[Y]` for the model to "
+                f"complete (the paper's word-prediction frame); per fact up to "
+                f"{params.get('negatives', 'N')} misprimes (`negatives`) put before the base "
+                f"statement: {counts.get('prompts', 'see the counts for the number of')} "
+                f"prompts.")
     if kind == "fktc":
         return (f"A reliability probing set built with the construction of FKTC, the test corpus "
                 f"of MONITOR (Wang et al., NAACL 2024). Per relation a base question Q0 and its "

@@ -10,6 +10,7 @@ like for every other source.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from pathlib import Path
 from typing import Any, Iterator
@@ -30,6 +31,23 @@ OPTIONAL = {name for name, _ in OPTIONAL_FACT_FIELDS}
 MAX_LINE_BYTES = 16 << 20
 RAW = ["relation_id", "subject_id", "object_id", "subject", "object"]
 RELATION_FILE = re.compile(r"^P\d+$")
+# a \uD800-\uDFFF escape: JSON lets a line spell half a surrogate pair, which decodes to a
+# string no Parquet file can hold; only lines that have one are checked in full
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+LONE_SURROGATE = "holds a lone surrogate escape (\\udXXX): not valid Unicode text"
+
+
+def valid_unicode(value: str) -> bool:
+    """False for a string holding half a surrogate pair (JSON's ``"\\ud800"``).
+
+    >>> valid_unicode("Zürich 東京 😀"), valid_unicode("bad \\ud800")
+    (True, False)
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def relation_files(folder: Path, suffix: str = ".jsonl") -> list[Path]:
@@ -136,6 +154,10 @@ def json_lines(path: Path, rows: BenchRows) -> Iterator[tuple[int, dict]]:
             if not isinstance(obj, dict):
                 rows.bad(f"{path}:{n}", "not a JSON object")
                 continue
+            if _SURROGATE_ESCAPE.search(raw) and not valid_unicode(
+                    json.dumps(obj, ensure_ascii=False)):
+                rows.bad(f"{path}:{n}", LONE_SURROGATE)
+                continue
             yield n, obj
 
 
@@ -154,6 +176,9 @@ def text_field(obj: dict, key: str, where: str, rows: BenchRows, *, label: bool 
         what = "missing" if key not in obj else f"not a non-empty text ({type(value).__name__})"
         rows.bad(where, f"field {key!r} {what}")
         return None
+    if not valid_unicode(value):
+        rows.bad(where, f"field {key!r} {LONE_SURROGATE}")
+        return None
     return value
 
 
@@ -164,5 +189,8 @@ def text_list(obj: dict, key: str, where: str, rows: BenchRows) -> list[str] | N
         return []
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         rows.bad(where, f"field {key!r} is not a list of texts")
+        return None
+    if not all(valid_unicode(v) for v in value):
+        rows.bad(where, f"field {key!r} {LONE_SURROGATE}")
         return None
     return value

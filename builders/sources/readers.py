@@ -12,27 +12,36 @@ from factprobe.builders.datasets.facts import SourceResult
 from factprobe.builders.sources.config import FactsConfig
 
 
-def graph(cfg: FactsConfig) -> SourceResult:
-    """wikidata, sparql and rdf: SPARQL queries over an HTTP endpoint or a local RDF file."""
+def graph_endpoint(cfg: FactsConfig):
+    """(endpoint, prefixes, source tag) of a graph source: an HTTP endpoint (wikidata, sparql)
+    or a local RDF file loaded in process (rdf)."""
     from factprobe.core.retry import RetryPolicy
     from factprobe.core.transport import MB
-    from factprobe.builders.sources.graph import PREDICATES_QUERY, GraphQueryConfig, GraphReader
     from factprobe.builders.sources.graph_flags import NAME, GraphOptions
-    from factprobe.builders.sources.iris import WELL_KNOWN, compact
+    from factprobe.builders.sources.iris import WELL_KNOWN
     from factprobe.builders.sources.sparql import WIKIDATA_ENDPOINT, HttpEndpoint, LocalGraph
     own = cfg.option(NAME, GraphOptions())
     if cfg.source == "rdf":
         endpoint = LocalGraph(cfg.path)
-        prefixes = {**WELL_KNOWN, **endpoint.prefixes, **own.prefixes}
-        tag = f"rdf:{Path(cfg.path).name}"
-    else:
-        url = cfg.endpoint or WIKIDATA_ENDPOINT
-        net = cfg.network
-        endpoint = HttpEndpoint(url, cache_dir=net.cache_dir, contact=net.contact,
-                                timeout_s=net.timeout_s, policy=RetryPolicy(retries=net.retries),
-                                refresh=net.refresh, max_bytes=int(net.max_answer_mb * MB))
-        prefixes = dict(own.prefixes)
-        tag = "wikidata" if cfg.source == "wikidata" else f"sparql:{endpoint.shown}"
+        return (endpoint, {**WELL_KNOWN, **endpoint.prefixes, **own.prefixes},
+                f"rdf:{Path(cfg.path).name}")
+    url = cfg.endpoint or WIKIDATA_ENDPOINT
+    net = cfg.network
+    endpoint = HttpEndpoint(url, cache_dir=net.cache_dir, contact=net.contact,
+                            timeout_s=net.timeout_s, policy=RetryPolicy(retries=net.retries),
+                            refresh=net.refresh, max_bytes=int(net.max_answer_mb * MB))
+    return (endpoint, dict(own.prefixes),
+            "wikidata" if cfg.source == "wikidata" else f"sparql:{endpoint.shown}")
+
+
+def graph(cfg: FactsConfig, opened=None) -> SourceResult:
+    """wikidata, sparql and rdf: SPARQL queries over an HTTP endpoint or a local RDF file
+    (``opened``: what :func:`graph_endpoint` returned, when the caller asked it already)."""
+    from factprobe.builders.sources.graph import PREDICATES_QUERY, GraphQueryConfig, GraphReader
+    from factprobe.builders.sources.graph_flags import NAME, GraphOptions
+    from factprobe.builders.sources.iris import WELL_KNOWN, compact
+    own = cfg.option(NAME, GraphOptions())
+    endpoint, prefixes, tag = opened or graph_endpoint(cfg)
     reader = GraphReader(endpoint, GraphQueryConfig(
         lang=cfg.lang, page_size=own.page_size, limit=cfg.limit, date_format=cfg.date_format,
         prefixes=prefixes, subjects=cfg.subjects), source_tag=tag,

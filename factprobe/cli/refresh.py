@@ -65,7 +65,14 @@ def run_refresh(args) -> str:
                         options=source.options_from(args),
                         progress=show_progress(args))
     out = build_refresh(RefreshConfig(resolve_input(args.dataset, REFRESH_INPUT), facts))
-    return f"wrote {out}"
+    counts = json.loads((out / "dataset.json").read_text(encoding="utf-8"))["counts"]
+    labels = counts["refresh"].get("labels")
+    if not labels:
+        return f"wrote {out}"
+    # a dataset named by labels: what became of its names, every one accounted for
+    return (f"wrote {out}; subjects by label: resolved {labels['resolved']}, unresolved "
+            f"{labels['unresolved']}, ambiguous {labels['ambiguous']}, malformed "
+            f"{labels['malformed']} of {labels['labels']} (listed in resolved.parquet)")
 
 
 def add_diff(subparsers, common) -> None:

@@ -200,6 +200,9 @@ def _run_multiprompt(args) -> str:
 EPILOG_FKTC = """examples:
   factprobe build fktc --facts data/datasets/sample-aliases --out data/datasets/sample-fktc
   factprobe build fktc --facts trex-facts/ --templates trex-templates/ --out fktc/
+  # ParaRel's patterns posed as statements the model completes (the paper's WP frame)
+  factprobe build fktc --facts pararel-facts/ --templates pararel-templates/ --frame statement \
+      --out pararel-fktc/
   # the MONITOR authors' published files (FKTC/P17-subclass.json, ...)
   factprobe build fktc --import MONITOR/FKTC --out data/datasets/fktc-authors
 """
@@ -221,6 +224,10 @@ def _add_fktc(sub, common) -> None:
                    help="keep a paraphrased question only if its BLEU with each kept one is "
                         "below this (0.7)")
     p.add_argument("--seed", type=count, default=0)
+    p.add_argument("--frame", choices=("question", "statement"), default="question",
+                   help="the prompt frames: question templates (MONITOR's QA frame, default) or "
+                        "statements whose [Y] is last, cut before [Y] for the model to complete "
+                        "(its WP frame: ParaRel's and LAMA's patterns)")
     p.set_defaults(run=_run_fktc)
 
 
@@ -232,6 +239,9 @@ def _run_fktc(args) -> str:
         if args.templates or args.templates_dir:
             raise UserError("--templates and --templates-dir are for building from --facts; "
                             "--import DIR reads the questions from the authors' files")
+        if args.frame != "question":
+            raise UserError("--frame statement is for building from --facts; the authors' "
+                            "files hold questions")
         from factprobe.builders.datasets.fktc_import import FktcImportConfig, import_fktc
         return f"wrote {import_fktc(FktcImportConfig(path=args.import_dir, out=args.out))}"
     if not args.facts:
@@ -243,7 +253,7 @@ def _run_fktc(args) -> str:
                      templates=as_input(templates, templates_needs()),
                      templates_dir=templates_dir, questions=args.questions,
                      negatives=args.negatives, seed=args.seed, bleu=args.bleu,
-                     progress=show_progress(args))
+                     progress=show_progress(args), frame=args.frame)
     return f"wrote {build_fktc(cfg)}"
 
 

@@ -24,6 +24,10 @@ never a trailing "." the model adds. The stages:
 
 The paraphrase set is every question of the relation, the base included: the paper's seven
 prompt frames of a relation are the base question and six paraphrases of it (Appendix A.1).
+
+A dataset built with ``build fktc --frame statement`` (its templates table's ``frame`` column
+says ``statement``) poses cloze statements instead, cut before ``[Y]``: the paper's
+word-prediction frame (Table 1, frame 1), "Paris. The capital of France is" -> " Paris".
 """
 from __future__ import annotations
 
@@ -34,7 +38,7 @@ from typing import TYPE_CHECKING
 
 from factprobe.core.argtypes import positive
 from factprobe.core.errors import UserError
-from factprobe.builders.templates.files import Template, fill, question_text
+from factprobe.builders.templates.files import Template, fill, question_text, y_is_last
 from factprobe.probes.methods.multiprompt_in import templates_of
 from factprobe.probes.methods.spec import Pipeline, Probe
 from factprobe.probes.plan import Plan, Stage
@@ -125,7 +129,7 @@ def plan(facts: pd.DataFrame, templates: list[Template], cfg: MonitorConfig) -> 
     base: dict[str, Template] = {}
     for t in templates:
         # a question without its subject asks the same thing of every fact
-        if t.style != "question" or question_text(t.template).count("[X]") != 1:
+        if not posed(t) or question_text(t.template).count("[X]") != 1:
             continue
         questions.setdefault(t.relation_id, []).append(t)
         if getattr(t, "is_base", False):
@@ -221,11 +225,30 @@ def plan(facts: pd.DataFrame, templates: list[Template], cfg: MonitorConfig) -> 
                 integer_columns=INTEGER_COLUMNS)
 
 
-class Based:
-    """A template with FKTC's ``is_base`` flag (the base question of its relation)."""
+def posed(t: Template) -> bool:
+    """Whether MONITOR poses a template: a question, or a statement an FKTC dataset built with
+    ``--frame statement`` marks as its frame and whose ``[Y]`` is last (cut there, the model
+    completes it). A statement of any other dataset stays unposed, as it always was.
 
-    def __init__(self, template, is_base: bool):
-        self._t, self.is_base = template, is_base
+    >>> posed(Template("r/q", "r", "Where is [X]? [Y].", "question"))
+    True
+    >>> posed(Based(Template("r/s", "r", "[X] is in [Y].", "statement"), False))
+    False
+    >>> posed(Based(Template("r/s", "r", "[X] is in [Y].", "statement"), False, "statement"))
+    True
+    """
+    if t.style == "question":
+        return True
+    return (t.style == "statement" and getattr(t, "frame", "") == "statement"
+            and y_is_last(t.template))
+
+
+class Based:
+    """A template with FKTC's ``is_base`` flag (the base question of its relation) and its
+    ``frame`` (``statement`` for a dataset of cloze statements)."""
+
+    def __init__(self, template, is_base: bool, frame: str = ""):
+        self._t, self.is_base, self.frame = template, is_base, frame
 
     def __getattr__(self, name):
         return getattr(self._t, name)
@@ -233,9 +256,11 @@ class Based:
 
 def plan_tables(tables: dict[str, pd.DataFrame], cfg: MonitorConfig) -> Plan:
     table = tables["templates"]
-    flags = [bool(r.get("is_base", False)) for r in table.to_dict("records")]
-    return plan(tables["facts"], [Based(t, b) for t, b in zip(templates_of(table), flags)],
-                cfg)
+    records = table.to_dict("records")
+    flags = [bool(r.get("is_base", False)) for r in records]
+    frames = [str(r.get("frame") or "") for r in records]
+    return plan(tables["facts"], [Based(t, b, f) for t, b, f in
+                                  zip(templates_of(table), flags, frames)], cfg)
 
 
 # ----------------------------------------------------------------------- command line
