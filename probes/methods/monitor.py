@@ -59,9 +59,10 @@ class MonitorConfig:
     # combinations: the R x M prompts "{y-_m}. Q_j(x)" (Sec. 4.3); monitor: the R + M prompts
     # MONITOR reads (paraphrases alone, negatives before the base question).
     accuracy: str = "combinations"
-    # exact: the paper's Exact Match (Sec. 4), the anchor trimmed of whitespace and punctuation
-    # around it is the gold; prefix: the anchor starts with the gold on a word boundary (a
-    # base model that keeps writing after the answer keeps the fact), as frame accuracy reads
+    # exact: the paper's Exact Match (Sec. 4), the anchor and the gold trimmed of whitespace
+    # and punctuation around them are equal; prefix: the anchor starts with the gold on a word
+    # boundary (a base model that keeps writing after the answer keeps the fact), as frame
+    # accuracy reads
     anchor_match: str = "exact"
 
 
