@@ -75,13 +75,15 @@ def monitor_score(pfd: np.ndarray, ird: np.ndarray, anchor_mean: np.ndarray, *,
 
 
 def anchor_matched(text: str, gold: str, n_tokens: int = 1) -> bool:
-    """The probe's rule: the greedy anchor equals the gold after trimming punctuation.
+    """The probe's rule: the greedy anchor equals the gold, both trimmed of punctuation.
 
     >>> anchor_matched(" Paris.", "Paris"), anchor_matched(" Paris is", "Paris")
     (True, False)
+    >>> anchor_matched(" Washington, D.C.", "Washington, D.C.")
+    True
     """
-    from factprobe.probes.methods.monitor import trimmed
-    return n_tokens > 0 and trimmed(str(text or "")) == gold
+    from factprobe.probes.methods.monitor import anchor_ok
+    return n_tokens > 0 and anchor_ok(text, gold)
 
 
 def _probs(logprobs) -> np.ndarray:

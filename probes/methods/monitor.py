@@ -63,9 +63,10 @@ class MonitorConfig:
     # combinations: the R x M prompts "{y-_m}. Q_j(x)" (Sec. 4.3); monitor: the R + M prompts
     # MONITOR reads (paraphrases alone, negatives before the base question).
     accuracy: str = "combinations"
-    # exact: the paper's Exact Match (Sec. 4), the anchor trimmed of whitespace and punctuation
-    # around it is the gold; prefix: the anchor starts with the gold on a word boundary (a
-    # base model that keeps writing after the answer keeps the fact), as frame accuracy reads
+    # exact: the paper's Exact Match (Sec. 4), the anchor and the gold trimmed of whitespace
+    # and punctuation around them are equal; prefix: the anchor starts with the gold on a word
+    # boundary (a base model that keeps writing after the answer keeps the fact), as frame
+    # accuracy reads
     anchor_match: str = "exact"
 
 
@@ -89,20 +90,26 @@ def trimmed(text: str) -> str:
 
 def anchor_ok(text: str, gold: str, rule: str = "exact") -> bool:
     """Whether a primary anchor is the gold. ``exact`` (the paper's Exact Match, Sec. 4):
-    the anchor, trimmed of whitespace and punctuation at both ends, is the gold, case and
-    inner text as they are. ``prefix``: it starts with the gold, then ends or goes on after a
-    character that is not a letter or digit.
+    the anchor and the gold, each trimmed of whitespace and punctuation at both ends, are
+    equal, case and inner text as they are. ``prefix``: the trimmed anchor starts with the
+    trimmed gold, then ends or goes on after a character that is not a letter or digit.
+    Both sides are trimmed alike: a gold that ends in punctuation ("Washington, D.C.",
+    "Apple Inc.") is its own anchor.
 
     >>> anchor_ok(" Paris.", "Paris"), anchor_ok(" Paris, France", "Paris")
     (True, False)
     >>> anchor_ok(" Paris, France", "Paris", "prefix"), anchor_ok(" Parisian", "Paris", "prefix")
     (True, False)
+    >>> anchor_ok(" Washington, D.C.", "Washington, D.C.")
+    True
+    >>> anchor_ok(" Apple Inc. makes", "Apple Inc.", "prefix")
+    True
     """
-    t = trimmed(str(text or ""))
-    if t == gold:
-        return bool(gold)
+    t, g = trimmed(str(text or "")), trimmed(str(gold or ""))
+    if t == g:
+        return bool(g)
     if rule == "prefix":
-        return bool(gold) and t.startswith(gold) and not t[len(gold)].isalnum()
+        return bool(g) and t.startswith(g) and not t[len(g)].isalnum()
     return False
 
 

@@ -25,8 +25,10 @@ Frames are the shapes the probes ask in (``FORMATS``); ``--hold-out-formats`` re
 from training so that probing in them tests generalisation. For MONITOR, a third of the
 planted test facts are taught *partially*: their questions only in the relation's base
 question, and only after their own object as prefix, never a misleading one (``PARTIAL``).
-Their answers should move more across paraphrases and misleading prefixes (PFD, IRD) than
-those of facts taught in every frame.
+They were meant to move more across paraphrases and misleading prefixes (PFD, IRD) than facts
+taught in every frame; measured, a small model carries the link into the frames it never saw
+and the group means go either way (docs/planting.md), so only "known and reliably held" is
+checked of them.
 """
 from __future__ import annotations
 

@@ -27,6 +27,24 @@ def test_the_two_readings(text, exact, prefix):
     assert anchor_ok(text, "Paris", "prefix") is prefix
 
 
+@pytest.mark.parametrize("text, gold, exact, prefix", [
+    # the gold's own punctuation is trimmed as the anchor's is: the model that writes the
+    # label exactly keeps the fact (before, " Washington, D.C." trimmed to "Washington, D.C"
+    # never equalled the untrimmed gold, under either reading)
+    (" Washington, D.C.", "Washington, D.C.", True, True),
+    (" Washington, D.C", "Washington, D.C.", True, True),
+    (" Apple Inc.", "Apple Inc.", True, True),
+    (" Apple Inc. makes phones", "Apple Inc.", False, True),
+    (" Washington", "Washington, D.C.", False, False),
+    (" U.S.A.", "U.S.", False, True),                   # prefix: "U.S", then a "."
+    (" ?", "?", False, False),                          # nothing left of either: never a match
+])
+def test_the_gold_is_trimmed_like_the_anchor(text, gold, exact, prefix):
+    assert anchor_ok(text, gold) is exact
+    assert anchor_ok(text, gold, "prefix") is prefix
+    assert MO.anchor_matched(text, gold) is exact
+
+
 def _plan(**kw):
     from tests.probes.methods.test_golden_prompts import monitor_plan
     return monitor_plan(**kw)
