@@ -93,8 +93,9 @@ def main() -> None:
     cores = sorted(os.sched_getaffinity(0))
     all_threads = ["--threads", str(len(cores))]     # torch's own default: one per core
     # eval follows the load only with --threads auto (its default is the cores, for the same
-    # bytes on any load); plant always trains on one thread
-    settings = {"auto": ["--threads", "auto"],
+    # bytes on any load, or one thread for a model as small as the planted one); plant always
+    # trains on one thread
+    settings = {"default": [], "auto": ["--threads", "auto"],
                 **({"one per core (old default)": all_threads} if args.old else {})}
     results: dict = {}
     for name, cmd in commands(work, args.epochs).items():
@@ -121,6 +122,8 @@ def main() -> None:
         med = {k: statistics.median(r["seconds"] for r in v) for k, v in runs.items()}
         results[name] = {
             "runs": runs, "median_s": med,
+            "default_held_over_free": round(med["default, one core held"] / med["default, free"],
+                                            3),
             "auto_held_over_free": round(med["auto, one core held"] / med["auto, free"], 3)}
         if args.old:
             old = "one per core (old default)"
