@@ -31,6 +31,14 @@ def chosen_kind(method_name: str, args) -> str:
     return getattr(args, "backend", None) or METHODS[method_name].probe.backend
 
 
+def runnable_methods(capabilities: frozenset) -> list[str]:
+    """The methods whose declared needs (``Probe.needs``) a backend with ``capabilities`` has:
+    what a server that can only generate is told it can still run."""
+    from factprobe.evaluators.methods import METHODS
+    return [name for name, m in METHODS.items()
+            if m.probe.needs is not None and m.probe.needs <= capabilities]
+
+
 def _check_kind_flags(kind: str, args) -> None:
     """A flag of another kind's options was given: say so, rather than ignore it."""
     from factprobe.probes.backends import KINDS
@@ -99,7 +107,8 @@ def run_evaluation(method_name: str, args) -> Evaluated:
         from factprobe.cli.threads import apply_threads, model_work_cap
         threads = apply_threads(args.threads, work_cap=model_work_cap(args.model))
     out = run_eval(cfg, backend_cfg, plan, method_cfg, dataset_info(folder), kinds=KINDS,
-                   metrics_fn=metrics_fn, executor=executor, threads=threads)
+                   metrics_fn=metrics_fn, executor=executor, threads=threads,
+                   runnable=runnable_methods)
     if out is not None and not args.quiet:
         # the headline numbers, per relation, and what was skipped and why (on stdout)
         from factprobe.cli.results_table import print_results

@@ -13,7 +13,7 @@ import copy
 import platform
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, is_dataclass
 from importlib import metadata
 from pathlib import Path
@@ -205,12 +205,13 @@ def _check_needs(method: str, needs: frozenset[str], executor) -> None:
 
 def run_eval(cfg: EvalConfig, backend_cfg: BackendConfig, plan: Plan, method_cfg,
              dataset_info: dict, *, kinds: Mapping[str, BackendKind], metrics_fn=None,
-             executor: ExecutorConfig | None = None, threads: dict | None = None
-             ) -> Path | None:
+             executor: ExecutorConfig | None = None, threads: dict | None = None,
+             runnable: Callable[[frozenset], list[str]] | None = None) -> Path | None:
     """Execute ``plan`` with the backend of ``backend_cfg`` (loaded by its row of ``kinds``,
     here or on each replica of ``executor``) and write the run folder (with ``--shard``,
     one shard of it: :mod:`factprobe.probes.engine.shards`). ``threads``: the torch thread choice, for
-    run.json."""
+    run.json. ``runnable``: the methods a backend with these capabilities can run (the caller's
+    table of methods), named when a loaded backend offers less than the plan needs."""
     if plan.size() == 0:
         # Loading a model only to find there is nothing to ask it costs minutes for nothing.
         raise UserError(f"nothing to evaluate: {plan.empty_reason()}")
@@ -236,6 +237,9 @@ def run_eval(cfg: EvalConfig, backend_cfg: BackendConfig, plan: Plan, method_cfg
         why = missing(plan.needs(), f"kind {backend_cfg.kind!r}", runner.capabilities)
         if why:
             limits = getattr(runner, "limits", "")
+            can = runnable(frozenset(runner.capabilities)) if runnable else []
+            if can:
+                limits = (f"{limits}; " if limits else "") + f"it can run {', '.join(can)}"
             raise UserError(f"{plan.method}: {why}" + (f" ({limits})" if limits else ""))
         return _run(cfg, plan, method_cfg, dataset_info, metrics_fn, executor, runner, start,
                     threads)

@@ -120,6 +120,7 @@ def from_args(args: argparse.Namespace) -> BeliefConfig:
 
 PROBE = Probe(
     name="belief", summary="BELIEF on a masked LM (multi-prompt dataset)",
+    needs=frozenset({"fill_mask", "mask_each"}),
     examples="""\
   factprobe eval belief --dataset data/datasets/sample-multiprompt \\
       --model data/models/planted-mlm --out data/results/sample-multiprompt/belief/planted-mlm

@@ -240,6 +240,7 @@ def from_args(args: argparse.Namespace) -> BeliefICLConfig:
 
 PROBE = Probe(
     name="belief-icl", summary="BELIEF-ICL on a decoder LM",
+    needs=frozenset({"generate"}),
     examples="""\
   factprobe eval belief-icl --dataset data/datasets/sample-multiprompt \\
       --model data/models/planted --out r/ --contexts zero,4-random,4-relation,4-template

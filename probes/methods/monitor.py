@@ -310,6 +310,7 @@ def from_args(args: argparse.Namespace) -> MonitorConfig:
 
 PROBE = Probe(
     name="monitor", summary="MONITOR on FKTC-style prompts",
+    needs=frozenset({"score", "generate"}),
     examples="""\
   factprobe eval monitor --dataset data/datasets/sample-fktc --model data/models/planted \\
       --out data/results/sample-fktc/monitor/planted

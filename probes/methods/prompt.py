@@ -192,6 +192,7 @@ def from_args(args: argparse.Namespace) -> PromptConfig:
 
 PROBE = Probe(
     name="prompt", summary="HGP / MMP template baselines and FS-LKE",
+    needs=frozenset({"score", "generate"}),
     examples="""\
   factprobe eval prompt --dataset data/datasets/sample-mc --model data/models/planted \\
       --out data/results/sample-mc/prompt/planted

@@ -51,6 +51,11 @@ class Probe:
     # it to another method of the same paper (the prompt baselines: ZP-LKE's line)
     card: str = ""
     serves: tuple[str, ...] = ()
+    # what its plans ask of a backend at the default settings (names of
+    # factprobe.probes.requests.CAPABILITIES; tests/probes/methods/test_needs.py checks them
+    # against real plans): a loaded backend that offers less, such as a server without prompt
+    # log-probabilities, is refused with the methods whose needs it has. None: not declared
+    needs: frozenset[str] | None = None
 
     def __post_init__(self):
         if self.backend not in BACKENDS:

@@ -312,6 +312,7 @@ def from_args(args: argparse.Namespace) -> ZPLKEConfig:
 
 PROBE = Probe(
     name="zp-lke", summary="zero-prompt many-shot (ZP-LKE)",
+    needs=frozenset({"score", "generate"}),
     examples="""\
   factprobe eval zp-lke --dataset data/datasets/sample-mc --model data/models/planted \\
       --out data/results/sample-mc/zp-lke/planted
