@@ -10,8 +10,10 @@ one); the echoed BOS has no log-probability, as every server's first token.
 
 ``prompt_logprobs=False`` answers as ``transformers serve`` does: no prompt log-probs, ``echo``
 ignored. ``script``: failures to answer first, one per request, in order: ``("status", code,
-headers)``, ``("malformed",)`` (a logprobs block of uneven lists), ``("sleep", seconds)`` (answers late) or ``("die",)`` (stop
-serving). Every request is recorded with its headers.
+headers)``, ``("malformed",)`` (a logprobs block of uneven lists), ``("sleep", seconds)``
+(answers late) or ``("die",)`` (stop serving: from then on every connection, kept-alive ones
+included, is cut without an answer, as a crashed server's are). Every request is recorded with
+its headers.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ class CompletionsServer:
         self.prompt_logprobs = prompt_logprobs
         self.script = list(script or [])
         self.requests: list[dict] = []
+        self.dead = False
         self.lock = threading.Lock()
         srv = self
 
@@ -53,6 +56,9 @@ class CompletionsServer:
                 self.wfile.write(body)
 
             def do_GET(self):
+                if srv.dead:
+                    self.close_connection = True
+                    return
                 srv.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}})
                 if self.path.rstrip("/").endswith("/v1/models"):
                     self._send(200, {"object": "list", "data": [
@@ -63,6 +69,9 @@ class CompletionsServer:
 
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if srv.dead:
+                    self.close_connection = True
+                    return
                 req = json.loads(raw)
                 srv.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
                                      "json": req})
@@ -73,6 +82,7 @@ class CompletionsServer:
                 if step and step[0] == "sleep":     # answers, but late
                     time.sleep(step[1])
                 if step and step[0] == "die":
+                    srv.dead = True
                     threading.Thread(target=srv.close, daemon=True).start()
                     self.close_connection = True
                     return

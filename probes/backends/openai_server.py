@@ -37,6 +37,7 @@ from factprobe.core import redact
 from factprobe.core.errors import UserError
 from factprobe.core.retry import Retryable, RetryPolicy, with_retries
 from factprobe.probes.backends.base import Usage
+from factprobe.probes.backends import openai_check as check
 from factprobe.probes.backends.openai_http import Client
 from factprobe.probes.backends.openai_options import OpenAIConfig
 from factprobe.probes.requests import Generated, GenerateRequest, Scored, ScoreRequest
@@ -99,6 +100,7 @@ class OpenAIServer:
         self.tok = self._tokenizer() if config.tokenizer else None
         self.entry = self._model_entry()
         self.limits = ""
+        self.scoring = "echo"           # or "forced" (openai_check)
         self.capabilities = CAPABILITIES if self._has_prompt_logprobs() else \
             frozenset({"generate"})
 
@@ -129,22 +131,43 @@ class OpenAIServer:
         return {k: v for k, v in sorted(entry.items()) if k not in _VOLATILE}
 
     def _has_prompt_logprobs(self) -> bool:
-        """One tiny echo request: does the server return the prompt's log-probs?"""
+        """Can this server score, and how (openai_check): its echoed prompt log-probabilities
+        when they line up with its own generated ones, else forced one-token completions
+        (needs --tokenizer); otherwise it only generates."""
+        post = lambda body: self.client.post("/completions", body)  # noqa: E731
+        lp = None
         try:
-            got = self._call("a prompt log-probability probe", lambda: self.client.post(
-                "/completions", self._score_body("The capital of France is Paris")))
+            got = self._call("a prompt log-probability probe", lambda: post(
+                self._score_body("The capital of France is Paris")))
             lp = _logprobs(got)
             ok = lp is not None and any(x is not None for x in lp["token_logprobs"]) and \
                 len(lp["text_offset"]) == len(lp["token_logprobs"])
+            if not ok:
+                why = "returns no prompt log-probabilities (echo + logprobs on /v1/completions)"
+            else:
+                ok, why = self._call("a prompt log-probability check", lambda: check.check_echo(
+                    post, self._score_body, self.config.model))
         except UserError as exc:
             if "HTTP 4" not in str(exc):     # unreachable or failing: not a missing feature
                 raise
-            ok = False
-        if not ok:
-            self.limits = (f"{self.shown} returns no prompt log-probabilities (echo + "
-                           f"logprobs on /v1/completions), so it can only generate: it runs "
-                           f"{', '.join(GENERATE_ONLY)}")
-        return ok
+            ok, why = False, "returns no prompt log-probabilities (echo + logprobs on " \
+                             "/v1/completions)"
+        if ok:
+            return True
+        if lp is not None and self.tok is not None:
+            failed = self._call("a logit_bias check", lambda: check.check_forced(
+                post, self.config.model, self.tok))
+            if not failed:
+                self.scoring = "forced"
+                return True
+            why = f"{why}; and {failed}"
+        hint = "" if lp is None else (
+            "; give --tokenizer (the served model's tokenizer) to score through one-token "
+            "completions forced by logit_bias, or serve it with vLLM" if self.tok is None
+            else "; serve it with vLLM, or use --backend hf-causal")
+        self.limits = (f"{self.shown} {why}, so it can only generate: it runs "
+                       f"{', '.join(GENERATE_ONLY)}{hint}")
+        return False
 
     # ----------------------------------------------------------------------------- requests
     def _score_body(self, prompt: str | list[int]) -> dict:
@@ -199,6 +222,8 @@ class OpenAIServer:
 
     def _score_one(self, job: tuple[str, str]) -> Scored:
         context, continuation = split_pair(*job)
+        if self.scoring == "forced":
+            return self._forced_one(context, continuation)
         text = context + continuation
         prompt: str | list[int] = text
         if not context and self.tok is not None:
@@ -216,6 +241,28 @@ class OpenAIServer:
 
         lps, ids = self._call("scoring", ask)
         return Scored(lps, ids)
+
+    def _forced_one(self, context: str, continuation: str) -> Scored:
+        """One forced completion per continuation token (openai_check.forced_scores); the
+        tokens are the local tokenizer's, split as the echo path splits them."""
+        tok = self.tok
+        ctx_ids = tok(context, add_special_tokens=False)["input_ids"]
+        whole = tok(context + continuation, add_special_tokens=False)["input_ids"]
+        ids = whole[len(ctx_ids):] if whole[:len(ctx_ids)] == ctx_ids else \
+            tok(continuation, add_special_tokens=False)["input_ids"]
+        prefix = context
+        if not context:     # the local backend's first token: BOS, else EOS (as text)
+            first = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+            prefix = tok.decode([first]) if first is not None else ""
+        if not prefix:
+            raise UserError(f"{self.shown}: a continuation {continuation!r} without context "
+                            f"and a tokenizer without BOS or EOS token: give every request a "
+                            f"context")
+        post = lambda body: self.client.post("/completions", body)  # noqa: E731
+        values = self._call("scoring", lambda: check.forced_scores(
+            post, self.config.model, prefix, ids, tok))
+        self.prompt_tokens += sum(len(ctx_ids) + j for j in range(len(ids)))
+        return Scored(values, list(ids))
 
     def _continuation(self, got: dict, text: str, context: str, continuation: str):
         lp = _logprobs(got)
@@ -329,7 +376,8 @@ class OpenAIServer:
         return {"backend": {"model": c.model, "base_url": self.shown,
                             "concurrency": c.concurrency, "timeout_s": c.timeout_s,
                             "retries": c.retries, "tokenizer": c.tokenizer,
-                            "capabilities": sorted(self.capabilities)},
+                            "capabilities": sorted(self.capabilities),
+                            "scoring": self.scoring},
                 "model": {"name": c.model, "type": "openai-server", "revision": None,
                           "parameters": None, "device": self.shown, "dtype": "server"}}
 
@@ -338,7 +386,8 @@ class OpenAIServer:
         # port with the same model resumes; another model (or a new entry) starts over.
         return {"model": {"served": self.entry}, "revision": None, "device": "server",
                 "settings": {"tokenizer": self.config.tokenizer,
-                             "prompt_logprobs": "score" in self.capabilities}}
+                             "prompt_logprobs": "score" in self.capabilities,
+                             "scoring": self.scoring}}
 
 
 def _logprobs(got, echo: bool = True) -> dict | None:

@@ -155,7 +155,9 @@ def test_a_server_that_dies_mid_run_resumes_from_its_checkpoints(tiny_llama_dir,
     plan = _score_plan(300)                        # two chunks of the run engine (256 each)
     out = tmp_path / "run"
     first = CompletionsServer(tiny_llama_dir)
-    first.script = [None] * (1 + 2 * 256 + 20) + [("die",)]   # the probe, chunk 1, part of 2
+    # the self-check's three requests (an echo, a greedy token, the echo of both), chunk 1,
+    # part of chunk 2
+    first.script = [None] * (3 + 2 * 256 + 20) + [("die",)]
     cfg = EvalConfig("toy", "d", str(out), progress=False)
     with pytest.raises(ResumableError) as exc:
         run_eval(cfg, OpenAIConfig("tiny", base_url=first.url, retries=1), plan, {},
@@ -167,7 +169,7 @@ def test_a_server_that_dies_mid_run_resumes_from_its_checkpoints(tiny_llama_dir,
         run_eval(cfg, OpenAIConfig("tiny", base_url=second.url), plan, {}, {"name": "toy"},
                  kinds=KINDS)
         scored = [r for r in second.requests if r["path"].endswith("/completions")]
-        assert len(scored) == 1 + 2 * (300 - 256)   # the probe, then the second chunk only
+        assert len(scored) == 3 + 2 * (300 - 256)   # the check, then the second chunk only
         rows = pd.read_parquet(out / "outputs.parquet")
         assert len(rows) == 600 and rows["logprob"].lt(0).all()
     finally:
