@@ -17,12 +17,14 @@ chance. Nothing in the answer says so, hence a check against the server's own nu
    whose echo is off by a row fails by whole nats (measured: -18.4 against -0.20).
 
 Where the echo fails (or no probe text gives a clean token boundary, so it cannot be
-checked) and ``--tokenizer`` is given, the backend scores with one-token completions forced
-by ``logit_bias`` (``forced``): for each continuation token, the prompt is everything before
-it and the token gets a +100 bias at temperature 0, and the log-probability the server
-returns is the unbiased one (the bias acts in the sampler; checked here by forcing a token
-that is not the greedy one: it must come back, less likely than the greedy one). That is one
-request per continuation token where the echo takes one per option.
+checked) and ``--tokenizer`` is given, the backend scores with completions forced to the
+continuation (``forced``): the prompt is the context, a grammar (llama.cpp's GBNF) allows only
+the continuation's text and a +100 ``logit_bias`` on its tokens makes them the ones that
+spell it, at temperature 0; the log-probabilities the server returns for generated tokens
+are the unbiased ones, read from the right rows (the bias and the grammar act in the sampler;
+checked here by forcing a text the model does not write). One request per option, as the
+echo's; a token that ends inside a UTF-8 character is no obstacle (the grammar works on
+bytes), where a prompt cut at each token would be (a prompt is text).
 """
 from __future__ import annotations
 
@@ -100,59 +102,109 @@ def check_echo(post: Callable[[dict], dict], score_body: Callable[[str], dict],
                   "against its generated ones, so they cannot be trusted")
 
 
+def gbnf_literal(text: str) -> str:
+    """``text`` as a GBNF string literal (llama.cpp's grammars).
+
+    >>> gbnf_literal('a "b"\\n')
+    '"a \\\\"b\\\\"\\\\n"'
+    """
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20:
+            out.append(f"\\x{ord(ch):02X}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def forced_body(model: str, prompt: str, ids: list[int], text: str) -> dict:
+    """A greedy completion of ``prompt`` forced to the tokens ``ids`` (spelling ``text``): the
+    grammar allows only ``text``'s bytes, in order, and the bias makes ``ids`` the tokens that
+    spell them (the grammar alone would let the model pick another tokenization)."""
+    return {**greedy_body(model, prompt), "max_tokens": len(ids),
+            "logit_bias": {str(t): BIAS for t in sorted(set(ids))},
+            "grammar": f"root ::= {gbnf_literal(text)}"}
+
+
+def forced_scores(post: Callable[[dict], dict], model: str, prompt: str, ids: list[int],
+                  text: str, n_prompt: int, tok) -> list[float]:
+    """The log-probability of each of ``ids`` after the text ``prompt`` (``n_prompt`` tokens
+    locally), from one forced completion; the answer must be exactly those tokens (their
+    count, their text, each piece that is whole UTF-8) read from exactly that prompt."""
+    from factprobe.core.errors import UserError
+    from factprobe.core.retry import Retryable
+    got = post(forced_body(model, prompt, ids, text))
+    out_text, _, lp = _first(got)
+    values = lp.get("token_logprobs") if isinstance(lp, dict) else None
+    if not isinstance(values, list) or len(values) < len(ids) or not all(
+            isinstance(v, (int, float)) and not math.isinf(v) and v <= 0
+            for v in values[:len(ids)]):
+        raise Retryable("a forced completion came back without a log-probability per token")
+    usage = got.get("usage") if isinstance(got, dict) else None
+    n = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    if isinstance(n, int) and n != n_prompt:
+        raise UserError(f"the server reads {prompt[-40:]!r} as {n} tokens where --tokenizer "
+                        f"gives {n_prompt}: give the served model's tokenizer as --tokenizer")
+    pieces = [tok.decode([t]) for t in ids]
+    served = [str(x) for x in (lp.get("tokens") or [])][:len(ids)]
+    if out_text != text or len(served) != len(ids) or any(
+            "\ufffd" not in want and want != have for want, have in zip(pieces, served)):
+        raise UserError(f"a completion forced to {text!r} ({len(ids)} tokens) came back as "
+                        f"{out_text!r} ({served}): the server does not honour logit_bias and a "
+                        f"grammar together, or --tokenizer is not the served model's")
+    return [float(v) for v in values[:len(ids)]]
+
+
 def check_forced(post: Callable[[dict], dict], model: str, tok) -> str:
-    """Does a ``logit_bias``-forced one-token completion return the forced token with its
-    unbiased log-probability? '' if so, else why not."""
+    """Does a forced completion (``forced_body``) return the forced tokens with their unbiased
+    log-probabilities? Forced here: the probe text once more after itself, which the greedy
+    model does not write (its first token, if it is not the greedy one, must come back less
+    likely than the greedy one). '' if so, else why not."""
+    from factprobe.core.errors import UserError
+    from factprobe.core.retry import Retryable
     text = PROBES[0]
     g, lg, _ = _first(post(greedy_body(model, text)))
-    ids = tok(text, add_special_tokens=False)["input_ids"]
-    choices = [t for t in ids if tok.decode([t]) not in ("", g)]
-    if lg is None or not choices:
+    if not isinstance(lg, (int, float)):
         return "its greedy completion came back without a log-probability"
-    forced = choices[0]
-    body = {**greedy_body(model, text), "logit_bias": {str(forced): BIAS}}
-    got_text, value, _ = _first(post(body))
-    if got_text != tok.decode([forced]):
-        return (f"it does not honour logit_bias (forced {tok.decode([forced])!r}, got "
-                f"{got_text!r}): is --tokenizer the served model's?")
-    if not isinstance(value, (int, float)) or not value < lg:
+    start = tok(text, add_special_tokens=False)["input_ids"]
+    whole = tok(text + " " + text, add_special_tokens=False)["input_ids"]
+    ids, cont = whole[len(start):], tok.decode(whole[len(start):])
+    try:
+        values = forced_scores(post, model, text, ids, cont, len(start), tok)
+    except (UserError, Retryable) as exc:
+        return str(exc)
+    if tok.decode(ids[:1]) != g and not values[0] < lg:
         return "the log-probability of a token forced by logit_bias includes the bias"
     return ""
 
 
-def forced_scores(post: Callable[[dict], dict], model: str, prefix: str, ids: list[int],
-                  tok) -> list[float]:
-    """The log-probability of each of ``ids`` after the text ``prefix`` and the ids before
-    it: one forced one-token completion each. The prompt goes as text (not every server takes
-    token ids: llama-cpp-python's refuses them), so it must tokenize back into the very ids
-    scored, locally and on the server (its token count), else the numbers would be another
-    prompt's."""
+def score_forced(post: Callable[[dict], dict], model: str, tok, context: str,
+                 continuation: str, shown: str) -> tuple[list[float], list[int], int]:
+    """A continuation's token log-probabilities and ids through one forced completion, and
+    the prompt tokens sent. Its tokens are the local tokenizer's, split as the echo path
+    splits them; with no context, the prompt is the BOS (else EOS) token, as the local
+    backend's is (as text: servers parse special tokens in a prompt)."""
     from factprobe.core.errors import UserError
-    from factprobe.core.retry import Retryable
-    start = tok(prefix, add_special_tokens=False)["input_ids"] if prefix else []
-    out = []
-    for j, t in enumerate(ids):
-        prompt = prefix + tok.decode(ids[:j])
-        want = start + list(ids[:j])
-        if tok(prompt, add_special_tokens=False)["input_ids"] != want:
-            raise UserError(f"{prompt[-40:]!r} does not tokenize back into the tokens scored, "
-                            f"so a forced completion (which sends text) cannot score it: "
-                            f"score this dataset with a server whose echoed log-probabilities "
-                            f"line up, or with --backend hf-causal")
-        got = post({**greedy_body(model, prompt), "logit_bias": {str(t): BIAS}})
-        text, value, _ = _first(got)
-        if not isinstance(value, (int, float)) or math.isinf(value) or value > 0:
-            raise Retryable(f"no log-probability for a forced token (got {value!r})")
-        usage = got.get("usage") if isinstance(got, dict) else None
-        n = usage.get("prompt_tokens") if isinstance(usage, dict) else None
-        if isinstance(n, int) and n != len(want):
-            raise UserError(f"the server reads {prompt[-40:]!r} as {n} tokens where "
-                            f"--tokenizer gives {len(want)}: give the served model's "
-                            f"tokenizer as --tokenizer")
-        piece = tok.decode([t])
-        if "\ufffd" not in piece and text != piece:
-            raise UserError(f"the server answered {text!r} to a completion forced to "
-                            f"{piece!r} (logit_bias): give the served model's tokenizer as "
-                            f"--tokenizer")
-        out.append(float(value))
-    return out
+    ctx_ids = tok(context, add_special_tokens=False)["input_ids"]
+    whole = tok(context + continuation, add_special_tokens=False)["input_ids"]
+    ids = whole[len(ctx_ids):] if whole[:len(ctx_ids)] == ctx_ids else \
+        tok(continuation, add_special_tokens=False)["input_ids"]
+    prompt = context
+    if not context:
+        first = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+        prompt = tok.decode([first]) if first is not None else ""
+        ctx_ids = [first] if first is not None else []
+    if not prompt:
+        raise UserError(f"{shown}: the continuation {continuation!r} has no context and "
+                        f"the tokenizer no BOS or EOS token to start it: give every request "
+                        f"a context")
+    values = forced_scores(post, model, prompt, ids, tok.decode(ids), len(ctx_ids), tok)
+    return values, list(ids), len(ctx_ids)

@@ -13,10 +13,13 @@
   tokenizer gives the continuation. No server reuses a shared prefix when prompt log-probs are
   asked, so every option's whole prompt is computed (docs/scaling.md).
 
-The server is asked twice when the backend loads: ``/v1/models`` (the model must be there;
-its entry is the checkpoints' identity) and one tiny ``echo`` request. A server that returns
-no prompt log-probabilities then offers ``generate`` only, and a plan that scores is refused
-before any of its requests (the run engine compares the loaded backend's ``capabilities``).
+When the backend loads it asks ``/v1/models`` (the model must be there; its entry is the
+checkpoints' identity) and checks the prompt log-probabilities (openai_check): one echo
+request (none returned: the server offers ``generate`` only, and a plan that scores is refused
+before any of its requests, as the run engine compares the loaded backend's
+``capabilities``), then whether the echoed values line up with the server's own generated
+ones. Where they do not (llama-cpp-python's server), ``--tokenizer`` scores through
+completions forced to each option (a grammar and ``logit_bias``) (``scoring: forced``); without it, scoring is refused.
 
 Why the ``openai`` client (a dependency already): it speaks every server's dialect of the
 API, and the transport's size cap and deadline hook into its httpx client, as the LLM
@@ -132,7 +135,7 @@ class OpenAIServer:
 
     def _has_prompt_logprobs(self) -> bool:
         """Can this server score, and how (openai_check): its echoed prompt log-probabilities
-        when they line up with its own generated ones, else forced one-token completions
+        when they line up with its own generated ones, else completions forced to each option
         (needs --tokenizer); otherwise it only generates."""
         post = lambda body: self.client.post("/completions", body)  # noqa: E731
         lp = None
@@ -162,8 +165,8 @@ class OpenAIServer:
                 return True
             why = f"{why}; and {failed}"
         hint = "" if lp is None else (
-            "; give --tokenizer (the served model's tokenizer) to score through one-token "
-            "completions forced by logit_bias, or serve it with vLLM" if self.tok is None
+            "; give --tokenizer (the served model's tokenizer) to score through completions "
+            "forced to each option (a grammar and logit_bias), or serve it with vLLM" if self.tok is None
             else "; serve it with vLLM, or use --backend hf-causal")
         self.limits = (f"{self.shown} {why}, so it can only generate: it runs "
                        f"{', '.join(GENERATE_ONLY)}{hint}")
@@ -228,8 +231,8 @@ class OpenAIServer:
         prompt: str | list[int] = text
         if not context and self.tok is not None:
             # nothing to condition the first token on: the local backend puts the BOS (else
-            # EOS) token first, and so does this prompt, sent as token ids (which every
-            # OpenAI-compatible server takes)
+            # EOS) token first, and so does this prompt, sent as token ids (vLLM and
+            # the test server take them; llama-cpp-python's scores through forced completions)
             first = self.tok.bos_token_id if self.tok.bos_token_id is not None \
                 else self.tok.eos_token_id
             if first is not None:
@@ -243,26 +246,12 @@ class OpenAIServer:
         return Scored(lps, ids)
 
     def _forced_one(self, context: str, continuation: str) -> Scored:
-        """One forced completion per continuation token (openai_check.forced_scores); the
-        tokens are the local tokenizer's, split as the echo path splits them."""
-        tok = self.tok
-        ctx_ids = tok(context, add_special_tokens=False)["input_ids"]
-        whole = tok(context + continuation, add_special_tokens=False)["input_ids"]
-        ids = whole[len(ctx_ids):] if whole[:len(ctx_ids)] == ctx_ids else \
-            tok(continuation, add_special_tokens=False)["input_ids"]
-        prefix = context
-        if not context:     # the local backend's first token: BOS, else EOS (as text)
-            first = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
-            prefix = tok.decode([first]) if first is not None else ""
-        if not prefix:
-            raise UserError(f"{self.shown}: a continuation {continuation!r} without context "
-                            f"and a tokenizer without BOS or EOS token: give every request a "
-                            f"context")
         post = lambda body: self.client.post("/completions", body)  # noqa: E731
-        values = self._call("scoring", lambda: check.forced_scores(
-            post, self.config.model, prefix, ids, tok))
-        self.prompt_tokens += sum(len(ctx_ids) + j for j in range(len(ids)))
-        return Scored(values, list(ids))
+        values, ids, sent = self._call("scoring", lambda: check.score_forced(
+            post, self.config.model, self.tok, context, continuation, self.shown))
+        self.prompt_tokens += sent
+        self.completion_tokens += len(ids)
+        return Scored(values, ids)
 
     def _continuation(self, got: dict, text: str, context: str, continuation: str):
         lp = _logprobs(got)

@@ -1,0 +1,124 @@
+"""One ZP-LKE plan through three engines: the local backend, the local backend with its model
+split over CPU memory and disk (a device map), and llama.cpp's OpenAI-compatible server.
+
+    python benchmarks/bench_engines.py                       # the planted model, sample-mc
+    python benchmarks/bench_engines.py --model DIR --dataset DIR --limit 5 --examples 50
+
+Each engine runs the whole ``factprobe eval zp-lke`` (in this process, one thread) on the
+same dataset, model and flags:
+
+  local       ``--backend hf-causal`` (shared prefix once per relation, option tries);
+  device-map  the same with ``--device-map auto --max-memory cpu:BYTES --offload-folder``:
+              accelerate keeps what fits BYTES (a third of the weights) in memory and the
+              rest on disk, loading those layers at every forward;
+  llama.cpp   ``--backend openai --tokenizer MODEL`` against ``llama_cpp.server`` (float32
+              GGUF from llama.cpp's own converter, float32 KV cache, one thread) on
+              127.0.0.1: its echoed prompt log-probabilities are refused by the start-up
+              check, so every option is one completion forced to it (grammar + logit_bias).
+
+Reported: wall seconds of each run (model load and the server's start-up not counted for the
+server, counted for the local ones as a CLI user pays them), the tokens each reports computed
+(``run.json``: for the server, the prompt and completion tokens of its answers), the load
+average at the start, and against the local run: the share of questions with the same argmax
+and the largest |difference| of an option's log-probability. Needs ``make llama-server`` for
+the third engine (skipped, and said so, without it).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import common  # noqa: E402
+
+ROOT = common.ROOT
+
+
+def _eval(args, model: str, out: Path, *extra: str) -> dict:
+    from factprobe.cli.app import main
+    argv = ["eval", "zp-lke", "--dataset", str(args.dataset), "--model", model,
+            "--examples", str(args.examples), "--seeds", "0", "--limit", str(args.limit),
+            "--threads", "1", "--out", str(out), "--quiet", *extra]
+    start = time.perf_counter()
+    if main(argv) != 0:
+        raise SystemExit(f"factprobe {' '.join(argv)} failed")
+    seconds = time.perf_counter() - start
+    run = json.loads((out / "run.json").read_text())
+    return {"seconds": round(seconds, 2), "tokens_computed": run["tokens"]["computed"]}
+
+
+def _agreement(local: Path, other: Path) -> dict:
+    a, b = (pd.read_parquet(p / "outputs.parquet") for p in (local, other))
+    keys = ["prompt_id", "stage", "subject_blind"]
+
+    def argmax(rows):
+        rows = rows[(rows["kind"] == "score") & rows["option"].notna()]
+        return rows.loc[rows.groupby(keys)["logprob"].idxmax()].set_index(keys)["option"]
+
+    x, y = argmax(a).sort_index(), argmax(b).sort_index()
+    return {"questions": int(len(x)), "argmax_agreement": round(float((x == y).mean()), 4),
+            "max_abs_diff": float((a["logprob"] - b["logprob"]).abs().max())}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", type=Path, default=ROOT / "data" / "models" / "planted")
+    ap.add_argument("--dataset", type=Path, default=ROOT / "data" / "datasets" / "sample-mc")
+    ap.add_argument("--limit", type=int, default=5, help="test facts per relation")
+    ap.add_argument("--examples", type=int, default=50)
+    ap.add_argument("--no-server", action="store_true", help="skip llama.cpp's server")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    work = Path(tempfile.mkdtemp(prefix="bench-engines-"))
+    result = {"machine": common.machine(), "versions": common.versions(),
+              "load_average_at_start": round(os.getloadavg()[0], 2),
+              "plan": {"model": args.model.name, "dataset": args.dataset.name,
+                       "limit": args.limit, "examples": args.examples}}
+    try:
+        result["local"] = _eval(args, str(args.model), work / "local")
+        weights = sum(f.stat().st_size for f in args.model.glob("*.safetensors"))
+        budget = max(1, weights // 3)
+        result["device_map"] = _eval(args, str(args.model), work / "split", "--device-map",
+                                     "auto", "--max-memory", f"cpu:{budget}",
+                                     "--offload-folder", str(work / "offload"))
+        placed = json.loads((work / "split" / "run.json").read_text())["model"]
+        result["device_map"]["placement"] = sorted(set(placed.get("device_map", {}).values()))
+        result["device_map"].update(_agreement(work / "local", work / "split"))
+        result["llama_cpp"] = _served(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    common.emit(result, args.json)
+
+
+def _served(args, work: Path) -> dict:
+    from tests import llama_server
+    why = "--no-server" if args.no_server else llama_server.missing()
+    if why:
+        print(f"llama.cpp's server skipped: {why}", file=sys.stderr)
+        return {"skipped": why}
+    gguf = llama_server.to_gguf(args.model, work / "model-f32.gguf")
+    srv = llama_server.LlamaServer(gguf, "bench", work / "server.log")
+    try:
+        out = _eval(args, "bench", work / "served", "--backend", "openai", "--base-url",
+                    srv.url, "--tokenizer", str(args.model), "--concurrency", "1")
+    finally:
+        srv.close()
+    run = json.loads((work / "served" / "run.json").read_text())
+    out["scoring"] = run["backend"].get("scoring")
+    out["requests"] = (work / "server.log").read_text(errors="replace").count(
+        "POST /v1/completions")
+    out.update(_agreement(work / "local", work / "served"))
+    return out
+
+
+if __name__ == "__main__":
+    main()
