@@ -14,7 +14,7 @@ same dataset, model and flags:
   llama.cpp   ``--backend openai --tokenizer MODEL`` against ``llama_cpp.server`` (float32
               GGUF from llama.cpp's own converter, float32 KV cache, one thread) on
               127.0.0.1: its echoed prompt log-probabilities are refused by the start-up
-              check, so every option is one completion forced to it (grammar + logit_bias).
+              check, so every option token is one completion forced to it (logit_bias).
 
 Reported: wall seconds of each run (model load and the server's start-up not counted for the
 server, counted for the local ones as a CLI user pays them), the tokens each reports computed

@@ -17,14 +17,15 @@ chance. Nothing in the answer says so, hence a check against the server's own nu
    whose echo is off by a row fails by whole nats (measured: -18.4 against -0.20).
 
 Where the echo fails (or no probe text gives a clean token boundary, so it cannot be
-checked) and ``--tokenizer`` is given, the backend scores with completions forced to the
-continuation (``forced``): the prompt is the context, a grammar (llama.cpp's GBNF) allows only
-the continuation's text and a +100 ``logit_bias`` on its tokens makes them the ones that
-spell it, at temperature 0; the log-probabilities the server returns for generated tokens
-are the unbiased ones, read from the right rows (the bias and the grammar act in the sampler;
-checked here by forcing a text the model does not write). One request per option, as the
-echo's; a token that ends inside a UTF-8 character is no obstacle (the grammar works on
-bytes), where a prompt cut at each token would be (a prompt is text).
+checked) and ``--tokenizer`` is given, the backend scores with completions forced to each
+continuation token (``forced``): the prompt is everything before the token (as text), which
+gets a +100 ``logit_bias`` at temperature 0; the log-probability the server returns for a
+generated token is the unbiased one, read from the right row (the bias acts in the sampler;
+checked here by forcing a token the model does not write). Tokens that cut a UTF-8 character
+(or that the tokenizer would merge across a cut) cannot end a text prompt: such a group is one
+completion of as many tokens, its order fixed by a grammar (llama.cpp's GBNF) that allows only
+the group's bytes. One request per continuation token, where the echo takes one per option
+(llama-cpp-python's server reuses the shared prompt prefix between them).
 """
 from __future__ import annotations
 
@@ -126,12 +127,28 @@ def gbnf_literal(text: str) -> str:
 
 
 def forced_body(model: str, prompt: str, ids: list[int], text: str) -> dict:
-    """A greedy completion of ``prompt`` forced to the tokens ``ids`` (spelling ``text``): the
-    grammar allows only ``text``'s bytes, in order, and the bias makes ``ids`` the tokens that
-    spell them (the grammar alone would let the model pick another tokenization)."""
-    return {**greedy_body(model, prompt), "max_tokens": len(ids),
-            "logit_bias": {str(t): BIAS for t in sorted(set(ids))},
-            "grammar": f"root ::= {gbnf_literal(text)}"}
+    """A greedy completion of ``prompt`` forced to the tokens ``ids`` (spelling ``text``): a
+    +100 bias on them and, for more than one token, a grammar that allows only ``text``'s
+    bytes in order (the bias alone would not fix their order)."""
+    body = {**greedy_body(model, prompt), "max_tokens": len(ids),
+            "logit_bias": {str(t): BIAS for t in sorted(set(ids))}}
+    if len(ids) > 1:
+        body["grammar"] = f"root ::= {gbnf_literal(text)}"
+    return body
+
+
+def groups(tok, prefix: str, start: list[int], ids: list[int]) -> list[int]:
+    """Where the tokens ``ids`` after ``prefix`` (tokenized ``start``) can be cut: after j
+    tokens when ``prefix`` + their text tokenizes back into exactly ``start`` + ``ids[:j]``
+    (a prompt is text: a cut inside a UTF-8 character, or one the tokenizer would merge
+    across, cannot be sent). The cuts, 0 and len(ids) included."""
+    cuts = [0]
+    for j in range(1, len(ids)):
+        text = tok.decode(ids[:j])
+        if "\ufffd" not in text and \
+                tok(prefix + text, add_special_tokens=False)["input_ids"] == start + ids[:j]:
+            cuts.append(j)
+    return cuts + [len(ids)]
 
 
 def forced_scores(post: Callable[[dict], dict], model: str, prompt: str, ids: list[int],
@@ -158,16 +175,17 @@ def forced_scores(post: Callable[[dict], dict], model: str, prompt: str, ids: li
     if out_text != text or len(served) != len(ids) or any(
             "\ufffd" not in want and want != have for want, have in zip(pieces, served)):
         raise UserError(f"a completion forced to {text!r} ({len(ids)} tokens) came back as "
-                        f"{out_text!r} ({served}): the server does not honour logit_bias and a "
-                        f"grammar together, or --tokenizer is not the served model's")
+                        f"{out_text!r} ({served}): the server does not honour logit_bias (and "
+                        f"a grammar, for a token cut inside a character), or --tokenizer is "
+                        f"not the served model's")
     return [float(v) for v in values[:len(ids)]]
 
 
 def check_forced(post: Callable[[dict], dict], model: str, tok) -> str:
     """Does a forced completion (``forced_body``) return the forced tokens with their unbiased
-    log-probabilities? Forced here: the probe text once more after itself, which the greedy
-    model does not write (its first token, if it is not the greedy one, must come back less
-    likely than the greedy one). '' if so, else why not."""
+    log-probabilities? Forced here: the probe text's first word once more after it, which the
+    greedy model does not write (if it is not the greedy token, it must come back less likely
+    than the greedy one). '' if so, else why not."""
     from factprobe.core.errors import UserError
     from factprobe.core.retry import Retryable
     text = PROBES[0]
@@ -176,9 +194,9 @@ def check_forced(post: Callable[[dict], dict], model: str, tok) -> str:
         return "its greedy completion came back without a log-probability"
     start = tok(text, add_special_tokens=False)["input_ids"]
     whole = tok(text + " " + text, add_special_tokens=False)["input_ids"]
-    ids, cont = whole[len(start):], tok.decode(whole[len(start):])
+    ids = whole[len(start):]
     try:
-        values = forced_scores(post, model, text, ids, cont, len(start), tok)
+        values = forced_scores(post, model, text, ids[:1], tok.decode(ids[:1]), len(start), tok)
     except (UserError, Retryable) as exc:
         return str(exc)
     if tok.decode(ids[:1]) != g and not values[0] < lg:
@@ -202,9 +220,18 @@ def score_forced(post: Callable[[dict], dict], model: str, tok, context: str,
         first = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
         prompt = tok.decode([first]) if first is not None else ""
         ctx_ids = [first] if first is not None else []
+    if not ids:          # nothing to score (and max_tokens 0 means "no limit" to some servers)
+        return [], [], 0
     if not prompt:
         raise UserError(f"{shown}: the continuation {continuation!r} has no context and "
                         f"the tokenizer no BOS or EOS token to start it: give every request "
                         f"a context")
-    values = forced_scores(post, model, prompt, ids, tok.decode(ids), len(ctx_ids), tok)
-    return values, list(ids), len(ctx_ids)
+    values, sent = [], 0
+    cuts = groups(tok, prompt, ctx_ids, ids)
+    for a, b in zip(cuts, cuts[1:]):
+        # one request per group of tokens between two cuts: one token, but for a character
+        # cut in pieces (or a merge the tokenizer would make across a cut)
+        values += forced_scores(post, model, prompt + tok.decode(ids[:a]), ids[a:b],
+                                tok.decode(ids[a:b]), len(ctx_ids) + a, tok)
+        sent += len(ctx_ids) + a
+    return values, list(ids), sent

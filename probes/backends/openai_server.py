@@ -19,7 +19,7 @@ request (none returned: the server offers ``generate`` only, and a plan that sco
 before any of its requests, as the run engine compares the loaded backend's
 ``capabilities``), then whether the echoed values line up with the server's own generated
 ones. Where they do not (llama-cpp-python's server), ``--tokenizer`` scores through
-completions forced to each option (a grammar and ``logit_bias``) (``scoring: forced``); without it, scoring is refused.
+completions forced to each continuation token (``logit_bias``) (``scoring: forced``); without it, scoring is refused.
 
 Why the ``openai`` client (a dependency already): it speaks every server's dialect of the
 API, and the transport's size cap and deadline hook into its httpx client, as the LLM
@@ -42,6 +42,9 @@ from factprobe.core.retry import Retryable, RetryPolicy, with_retries
 from factprobe.probes.backends.base import Usage
 from factprobe.probes.backends import openai_check as check
 from factprobe.probes.backends.openai_http import Client
+from factprobe.probes.backends.openai_http import logprobs_block as _logprobs
+from factprobe.probes.backends.openai_http import prompt_tokens as _prompt_tokens
+from factprobe.probes.backends.openai_http import token_id as _token_id
 from factprobe.probes.backends.openai_options import OpenAIConfig
 from factprobe.probes.requests import Generated, GenerateRequest, Scored, ScoreRequest
 
@@ -50,7 +53,11 @@ MAX_STOPS = 4                     # OpenAI's API refuses more stop strings
 # Methods whose plans only generate: what a server without prompt log-probs can still run
 # (ZP-LKE and the prompt baselines score options; MONITOR scores the anchors' objects).
 GENERATE_ONLY = ("belief-icl",)
-_TOKEN_ID = re.compile(r"^token_id:(\d+)$")    # vLLM's return_tokens_as_token_ids
+# llama.cpp's servers apply a repetition penalty unless told otherwise (llama-cpp-python's:
+# 1.1), which changes greedy answers (measured: the planted model's greedy text differed from
+# the local backend's after 7 tokens); the local backend applies none. Other servers ignore an
+# unknown field, or refuse it (then it is not sent: OpenAIServer._probe).
+SAMPLER = {"repeat_penalty": 1.0}
 # /v1/models fields that change with every start of the same server (not the model's)
 _VOLATILE = ("created",)
 
@@ -104,6 +111,7 @@ class OpenAIServer:
         self.entry = self._model_entry()
         self.limits = ""
         self.scoring = "echo"           # or "forced" (openai_check)
+        self.extra: dict = {}           # SAMPLER, where the server takes it
         self.capabilities = CAPABILITIES if self._has_prompt_logprobs() else \
             frozenset({"generate"})
 
@@ -135,13 +143,12 @@ class OpenAIServer:
 
     def _has_prompt_logprobs(self) -> bool:
         """Can this server score, and how (openai_check): its echoed prompt log-probabilities
-        when they line up with its own generated ones, else completions forced to each option
+        when they line up with its own generated ones, else completions forced to each token
         (needs --tokenizer); otherwise it only generates."""
-        post = lambda body: self.client.post("/completions", body)  # noqa: E731
+        post = self._post
         lp = None
         try:
-            got = self._call("a prompt log-probability probe", lambda: post(
-                self._score_body("The capital of France is Paris")))
+            got = self._probe()
             lp = _logprobs(got)
             ok = lp is not None and any(x is not None for x in lp["token_logprobs"]) and \
                 len(lp["text_offset"]) == len(lp["token_logprobs"])
@@ -166,13 +173,31 @@ class OpenAIServer:
             why = f"{why}; and {failed}"
         hint = "" if lp is None else (
             "; give --tokenizer (the served model's tokenizer) to score through completions "
-            "forced to each option (a grammar and logit_bias), or serve it with vLLM" if self.tok is None
+            "forced to each option token (logit_bias), or serve it with vLLM" if self.tok is None
             else "; serve it with vLLM, or use --backend hf-causal")
         self.limits = (f"{self.shown} {why}, so it can only generate: it runs "
                        f"{', '.join(GENERATE_ONLY)}{hint}")
         return False
 
+    def _probe(self) -> dict:
+        """The first echo request, with ``SAMPLER`` (the local backend's plain greedy and
+        multinomial choice): a server that refuses an unknown field (HTTP 4xx) is asked
+        again without them, and they are not sent to it again."""
+        ask = lambda: self._call("a prompt log-probability probe", lambda: self._post(  # noqa
+            self._score_body("The capital of France is Paris")))
+        self.extra = dict(SAMPLER)
+        try:
+            return ask()
+        except UserError as exc:
+            if "HTTP 4" not in str(exc):
+                raise
+        self.extra = {}
+        return ask()
+
     # ----------------------------------------------------------------------------- requests
+    def _post(self, body: dict) -> dict:
+        return self.client.post("/completions", {**body, **self.extra})
+
     def _score_body(self, prompt: str | list[int]) -> dict:
         return {"model": self.config.model, "prompt": prompt, "max_tokens": 1, "echo": True,
                 "logprobs": 1, "temperature": 0}
@@ -239,14 +264,14 @@ class OpenAIServer:
                 prompt = [first] + self.tok(text, add_special_tokens=False)["input_ids"]
 
         def ask() -> tuple[list[float], list[int]]:
-            got = self.client.post("/completions", self._score_body(prompt))
+            got = self._post(self._score_body(prompt))
             return self._continuation(got, text, context, continuation)
 
         lps, ids = self._call("scoring", ask)
         return Scored(lps, ids)
 
     def _forced_one(self, context: str, continuation: str) -> Scored:
-        post = lambda body: self.client.post("/completions", body)  # noqa: E731
+        post = self._post
         values, ids, sent = self._call("scoring", lambda: check.score_forced(
             post, self.config.model, self.tok, context, continuation, self.shown))
         self.prompt_tokens += sent
@@ -310,7 +335,7 @@ class OpenAIServer:
             body["stop"] = stops
 
         def ask() -> Generated:
-            got = self.client.post("/completions", body)
+            got = self._post(body)
             return self._generated(got, r)
 
         return self._call("generation", ask)
@@ -366,7 +391,7 @@ class OpenAIServer:
                             "concurrency": c.concurrency, "timeout_s": c.timeout_s,
                             "retries": c.retries, "tokenizer": c.tokenizer,
                             "capabilities": sorted(self.capabilities),
-                            "scoring": self.scoring},
+                            "scoring": self.scoring, "sampler": self.extra},
                 "model": {"name": c.model, "type": "openai-server", "revision": None,
                           "parameters": None, "device": self.shown, "dtype": "server"}}
 
@@ -376,43 +401,4 @@ class OpenAIServer:
         return {"model": {"served": self.entry}, "revision": None, "device": "server",
                 "settings": {"tokenizer": self.config.tokenizer,
                              "prompt_logprobs": "score" in self.capabilities,
-                             "scoring": self.scoring}}
-
-
-def _logprobs(got, echo: bool = True) -> dict | None:
-    """The completion's ``logprobs`` block, checked (lists of equal length), or None."""
-    try:
-        lp = got["choices"][0].get("logprobs")
-    except (KeyError, IndexError, TypeError, AttributeError):
-        raise Retryable("the answer is not a completion") from None
-    if lp is None:
-        return None
-    keys = ("tokens", "token_logprobs", "text_offset")
-    if not isinstance(lp, dict) or not all(isinstance(lp.get(k), list) for k in keys):
-        raise Retryable("malformed logprobs (no tokens, token_logprobs and text_offset lists)")
-    n = len(lp["tokens"])
-    if len(lp["token_logprobs"]) != n or len(lp["text_offset"]) != n:
-        raise Retryable("malformed logprobs (lists of different lengths)")
-    for v in lp["token_logprobs"]:
-        if v is not None and (not isinstance(v, (int, float)) or not v <= 0
-                              or math.isinf(v)):
-            raise Retryable(f"malformed logprobs (a log-probability of {v!r})")
-    if not all(isinstance(o, int) and o >= 0 for o in lp["text_offset"]):
-        raise Retryable("malformed logprobs (text_offset not counting characters)")
-    return lp
-
-
-def _prompt_tokens(got: dict, lp: dict, length: int) -> int:
-    """How many of the echoed tokens are the prompt's: the usage's count where the server
-    gives one, else those that start inside the prompt's text."""
-    usage = got.get("usage")
-    n = usage.get("prompt_tokens") if isinstance(usage, dict) else None
-    if isinstance(n, int) and 0 < n <= len(lp["tokens"]):
-        return n
-    return sum(1 for o in lp["text_offset"] if o < length)
-
-
-def _token_id(token) -> int:
-    """A token's id where the server gives it (vLLM's ``token_id:N``), else -1 (unknown)."""
-    m = _TOKEN_ID.match(str(token))
-    return int(m.group(1)) if m else -1
+                             "scoring": self.scoring, "sampler": self.extra}}

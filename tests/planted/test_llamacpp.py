@@ -5,7 +5,7 @@ random Llama-architecture model converted to float32 GGUF with llama.cpp's own c
 That server echoes prompt log-probabilities one logits row off when a prompt has no BOS token
 (as the planted model's prompts have none): the backend's start-up check catches it, refuses
 to score without ``--tokenizer`` (one line, before any request of the plan) and, with it,
-scores through completions forced to each option (a grammar and ``logit_bias``). Then every causal method gives
+scores through completions forced to each option token by ``logit_bias``. Then every causal method gives
 the local hf-causal backend's rows: the same greedy texts, the same argmax, scores within
 1e-3 (float32 both sides; measured 1e-5), the same validity verdicts. A server killed mid-run
 is one line and the run resumes on a restarted one.
@@ -78,13 +78,18 @@ def test_a_random_llama_scores_and_generates_as_the_local_backend(tiny_llama_dir
                                            tokenizer=str(tiny_llama_dir)))
         assert served.scoring == "forced" and "score" in served.capabilities
         local = load_backend(BackendConfig(str(tiny_llama_dir), device="cpu"))
-        requests = [ScoreRequest(c, (" Paris", " Lima", " Tokyo.", " the capital of Peru"))
-                    for c in ("The capital of Peru is", "Q: What is the capital of Japan?\nA:")]
+        # " Zürich" and "São": characters cut into byte tokens (forced together, their order
+        # fixed by a grammar); quotes, a backslash and a newline: the grammar's escapes
+        options = (" Paris", " Lima", " Tokyo.", " the capital of Peru", " Zürich",
+                   ' "São" \\ x\n', "")
+        requests = [ScoreRequest(c, options) for c in
+                    ("The capital of Peru is", "Q: What is the capital of Japan?\nA:")]
+        requests.append(ScoreRequest("", ("Zürich is", " Paris")))   # after BOS/EOS
         for g_req, w_req in zip(served.score(requests), local.score(requests)):
             for g, w in zip(g_req, w_req):
                 assert g.token_ids == w.token_ids
-                assert max(abs(a - b) for a, b in zip(g.token_logprobs, w.token_logprobs)) \
-                    < TOLERANCE
+                assert max((abs(a - b) for a, b in zip(g.token_logprobs, w.token_logprobs)),
+                           default=0) < TOLERANCE
         gens = [GenerateRequest("The capital of Peru is", 6), GenerateRequest("Q: What", 4)]
         for g, w in zip(served.generate(gens), local.generate(gens)):
             # a random model writes byte fragments, and llama-cpp-python treats a token that
@@ -183,11 +188,14 @@ def test_a_server_killed_mid_run_is_one_line_and_the_run_resumes(planted_server,
     kept = list(partial.glob("mc-*.parquet"))
     assert kept
     # restarted, on another port: the finished chunk is not asked again (one forced
-    # completion per option of the second chunk, and the start-up check's few)
+    # completion per option token of the second chunk, and the start-up check's few)
     posts = _posts(planted_server)
     run_eval(cfg, OpenAIConfig("planted", base_url=planted_server.url, tokenizer=tok), plan,
              {}, {"name": "toy"}, kinds=KINDS)
-    assert 2 * (300 - 256) <= _posts(planted_server) - posts <= 2 * (300 - 256) + 10
+    from transformers import AutoTokenizer
+    t = AutoTokenizer.from_pretrained(tok)
+    tokens = sum(len(t(o, add_special_tokens=False)["input_ids"]) for o in (" Paris", " Lima"))
+    assert 2 * (300 - 256) <= _posts(planted_server) - posts <= (300 - 256) * tokens + 10
     rows = pd.read_parquet(out / "outputs.parquet")
     assert len(rows) == 600
     want = load_backend(BackendConfig(tok, device="cpu")).score(plan.stages[0].requests)
