@@ -9,7 +9,10 @@ tokenized as vLLM does (the tokenizer's default special tokens: a BOS where the 
 one); the echoed BOS has no log-probability, as every server's first token.
 
 ``prompt_logprobs=False`` answers as ``transformers serve`` does: no prompt log-probs, ``echo``
-ignored. ``script``: failures to answer first, one per request, in order: ``("status", code,
+ignored. ``shifted_echo=True`` answers as llama-cpp-python's server does for a prompt without
+a BOS token: each echoed prompt token gets the log-probability from its own logits row (the
+one that predicts the next token). ``logit_bias`` (token id -> bias) moves the greedy choice
+and the sampling, never the log-probabilities returned, as llama.cpp's and vLLM's samplers do. ``script``: failures to answer first, one per request, in order: ``("status", code,
 headers)``, ``("malformed",)`` (a logprobs block of uneven lists), ``("sleep", seconds)``
 (answers late) or ``("die",)`` (stop serving: from then on every connection, kept-alive ones
 included, is cut without an answer, as a crashed server's are). Every request is recorded with
@@ -25,7 +28,7 @@ import time
 
 class CompletionsServer:
     def __init__(self, model_dir, name: str = "tiny", prompt_logprobs: bool = True,
-                 script: list | None = None):
+                 script: list | None = None, shifted_echo: bool = False):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         self.torch = torch
@@ -33,6 +36,7 @@ class CompletionsServer:
         self.model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
         self.name = name
         self.prompt_logprobs = prompt_logprobs
+        self.shifted_echo = shifted_echo
         self.script = list(script or [])
         self.requests: list[dict] = []
         self.dead = False
@@ -126,7 +130,8 @@ class CompletionsServer:
         if echo:
             for k, (t, o) in enumerate(zip(ids, offsets)):
                 tokens.append(self.tok.decode([t]) if t != self.tok.bos_token_id else "")
-                values.append(None if k == 0 else float(lsm[k - 1, t]))
+                row = k if self.shifted_echo else k - 1
+                values.append(None if k == 0 else float(lsm[row, t]))
                 text_offset.append(int(o))
         gen = self._generate(ids, lsm[-1], req)
         text = self.tok.decode([t for t, _ in gen], skip_special_tokens=True)
@@ -160,11 +165,15 @@ class CompletionsServer:
         seq = list(ids)
         lsm = last
         stops = [s for s in (req.get("stop") or []) if s]
+        bias = torch.zeros_like(lsm)
+        for k, v in (req.get("logit_bias") or {}).items():
+            bias[int(k)] = float(v)
         for _ in range(int(req.get("max_tokens") or 16)):
             if temp == 0:
-                t = int(lsm.argmax())
+                t = int((lsm + bias).argmax())
             else:
-                t = int(torch.multinomial(torch.softmax(lsm / temp, -1), 1, generator=g))
+                t = int(torch.multinomial(torch.softmax((lsm + bias) / temp, -1), 1,
+                                          generator=g))
             if t == self.tok.eos_token_id:
                 break
             out.append((t, float(lsm[t])))
