@@ -153,7 +153,8 @@ class CompletionsServer:
                     "top_logprobs": [None] * len(tokens)} if want_lp else None
         return {"id": "cmpl-1", "object": "text_completion", "created": 0, "model": self.name,
                 "choices": [{"index": 0, "text": out_text, "logprobs": lp_block,
-                             "finish_reason": "stop"}],
+                             "finish_reason": "length" if not was_cut and len(gen) ==
+                             int(req.get("max_tokens") or 16) else "stop"}],
                 "usage": {"prompt_tokens": len(ids), "completion_tokens": len(gen),
                           "total_tokens": len(ids) + len(gen)}}
 

@@ -170,7 +170,8 @@ class OpenAIServer:
             if not failed:
                 self.scoring = "forced"
                 return True
-            why = f"{why}; and {failed}"
+            why = f"{why}; and a completion forced to --tokenizer's token failed ({failed}): " \
+                  f"is --tokenizer the served model's?"
         hint = "" if lp is None else (
             "; give --tokenizer (the served model's tokenizer) to score through completions "
             "forced to each option token (logit_bias), or serve it with vLLM" if self.tok is None
@@ -351,11 +352,14 @@ class OpenAIServer:
         text = cut_at_stop(raw, r.stop)
         lp = _logprobs(got, echo=False)
         if lp is not None:
-            # every token, unless a stop string cut the text here: then those it kept (a
-            # token of a split UTF-8 character adds no text, so offsets alone cannot tell)
+            # every token, unless a stop string cut the text, here or on the server (which
+            # may list the stop string's token: llama-cpp-python does): then those that start
+            # inside the text kept (a token of a split UTF-8 character adds no text, so
+            # offsets alone cannot tell where nothing was cut)
             first = lp["text_offset"][0] if lp["text_offset"] else 0
+            cut = len(text) < len(raw) or got["choices"][0].get("finish_reason") == "stop"
             keep = [i for i, o in enumerate(lp["text_offset"])
-                    if len(text) == len(raw) or o - first < len(text)]
+                    if not cut or o - first < len(text)]
             values = [math.nan if lp["token_logprobs"][i] is None
                       else float(lp["token_logprobs"][i]) for i in keep]
             ids = [_token_id(lp["tokens"][i]) for i in keep]
