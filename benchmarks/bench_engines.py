@@ -46,7 +46,7 @@ def _eval(args, model: str, out: Path, *extra: str) -> dict:
     from factprobe.cli.app import main
     argv = ["eval", "zp-lke", "--dataset", str(args.dataset), "--model", model,
             "--examples", str(args.examples), "--seeds", "0", "--limit", str(args.limit),
-            "--threads", "1", "--out", str(out), "--quiet", *extra]
+            "--out", str(out), "--quiet", *extra]
     start = time.perf_counter()
     if main(argv) != 0:
         raise SystemExit(f"factprobe {' '.join(argv)} failed")
@@ -84,10 +84,11 @@ def main() -> None:
               "plan": {"model": args.model.name, "dataset": args.dataset.name,
                        "limit": args.limit, "examples": args.examples}}
     try:
-        result["local"] = _eval(args, str(args.model), work / "local")
+        result["local"] = _eval(args, str(args.model), work / "local", "--threads", "1")
         weights = sum(f.stat().st_size for f in args.model.glob("*.safetensors"))
         budget = max(1, weights // 3)
-        result["device_map"] = _eval(args, str(args.model), work / "split", "--device-map",
+        result["device_map"] = _eval(args, str(args.model), work / "split", "--threads", "1",
+                                     "--device-map",
                                      "auto", "--max-memory", f"cpu:{budget}",
                                      "--offload-folder", str(work / "offload"))
         placed = json.loads((work / "split" / "run.json").read_text())["model"]

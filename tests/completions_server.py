@@ -12,7 +12,8 @@ one); the echoed BOS has no log-probability, as every server's first token.
 ignored. ``shifted_echo=True`` answers as llama-cpp-python's server does for a prompt without
 a BOS token: each echoed prompt token gets the log-probability from its own logits row (the
 one that predicts the next token). ``logit_bias`` (token id -> bias) moves the greedy choice
-and the sampling, never the log-probabilities returned, as llama.cpp's and vLLM's samplers do. ``script``: failures to answer first, one per request, in order: ``("status", code,
+and the sampling, never the log-probabilities returned, as llama.cpp's and vLLM's samplers do.
+``script``: failures to answer first, one per request, in order: ``("status", code,
 headers)``, ``("malformed",)`` (a logprobs block of uneven lists), ``("sleep", seconds)``
 (answers late) or ``("die",)`` (stop serving: from then on every connection, kept-alive ones
 included, is cut without an answer, as a crashed server's are). Every request is recorded with

@@ -19,7 +19,8 @@ request (none returned: the server offers ``generate`` only, and a plan that sco
 before any of its requests, as the run engine compares the loaded backend's
 ``capabilities``), then whether the echoed values line up with the server's own generated
 ones. Where they do not (llama-cpp-python's server), ``--tokenizer`` scores through
-completions forced to each continuation token (``logit_bias``) (``scoring: forced``); without it, scoring is refused.
+completions forced to each continuation token by ``logit_bias`` (``scoring: forced``);
+without it, scoring is refused.
 
 Why the ``openai`` client (a dependency already): it speaks every server's dialect of the
 API, and the transport's size cap and deadline hook into its httpx client, as the LLM

@@ -5,9 +5,9 @@ random Llama-architecture model converted to float32 GGUF with llama.cpp's own c
 That server echoes prompt log-probabilities one logits row off when a prompt has no BOS token
 (as the planted model's prompts have none): the backend's start-up check catches it, refuses
 to score without ``--tokenizer`` (one line, before any request of the plan) and, with it,
-scores through completions forced to each option token by ``logit_bias``. Then every causal method gives
-the local hf-causal backend's rows: the same greedy texts, the same argmax, scores within
-1e-3 (float32 both sides; measured 1e-5), the same validity verdicts. A server killed mid-run
+scores through completions forced to each option token by ``logit_bias``. Then every causal
+method gives the local hf-causal backend's rows: the same greedy texts, the same argmax,
+scores within 1e-3 (float32 both sides; measured 1e-5), the same validity verdicts. A server killed mid-run
 is one line and the run resumes on a restarted one.
 
 Skipped, saying why, where llama-cpp-python or the converter is not installed (``make
@@ -157,15 +157,17 @@ def _posts(srv) -> int:
     return srv.log.read_text(errors="replace").count("POST /v1/completions")
 
 
-def _score_plan(n: int) -> Plan:
+def _score_plan(n: int, groups: int) -> Plan:
+    """n requests in ``groups`` prefix groups: the run engine checkpoints each group as a
+    chunk of its own."""
     reqs = [ScoreRequest(f"The capital of country {i} is", (" Paris", " Lima"),
-                         meta={"fact_id": f"f{i}"}) for i in range(n)]
+                         group=f"g{i % groups}", meta={"fact_id": f"f{i}"}) for i in range(n)]
     return Plan("toy", [Stage("mc", "score", reqs)])
 
 
 def test_a_server_killed_mid_run_is_one_line_and_the_run_resumes(planted_server,
                                                                  causal_model, tmp_path):
-    plan = _score_plan(300)                       # two chunks of the run engine (256 each)
+    plan = _score_plan(60, 3)                     # three chunks of 20 requests
     out = tmp_path / "run"
     partial = tmp_path / ".run.partial"
     first = llama_server.LlamaServer(planted_server.gguf, "planted", tmp_path / "first.log")
@@ -187,17 +189,20 @@ def test_a_server_killed_mid_run_is_one_line_and_the_run_resumes(planted_server,
     assert "\n" not in str(exc.value) and "resumes" in str(exc.value)
     kept = list(partial.glob("mc-*.parquet"))
     assert kept
-    # restarted, on another port: the finished chunk is not asked again (one forced
-    # completion per option token of the second chunk, and the start-up check's few)
+    # restarted, on another port: the finished chunks are not asked again (one forced
+    # completion per option token of the others, and the start-up check's few)
     posts = _posts(planted_server)
     run_eval(cfg, OpenAIConfig("planted", base_url=planted_server.url, tokenizer=tok), plan,
              {}, {"name": "toy"}, kinds=KINDS)
     from transformers import AutoTokenizer
     t = AutoTokenizer.from_pretrained(tok)
     tokens = sum(len(t(o, add_special_tokens=False)["input_ids"]) for o in (" Paris", " Lima"))
-    assert 2 * (300 - 256) <= _posts(planted_server) - posts <= (300 - 256) * tokens + 10
+    left = 60 - 20 * len(kept)
+    assert 0 < left and 2 * left <= _posts(planted_server) - posts <= left * tokens + 10
     rows = pd.read_parquet(out / "outputs.parquet")
-    assert len(rows) == 600
+    assert len(rows) == 120
     want = load_backend(BackendConfig(tok, device="cpu")).score(plan.stages[0].requests)
-    flat = [s.logprob for r in want for s in r]
-    assert (rows["logprob"] - pd.Series(flat)).abs().max() < TOLERANCE
+    want = {(f"f{i}", k): s.logprob for i, r in enumerate(want) for k, s in enumerate(r)}
+    got = {(f, int(o)): lp for f, o, lp in zip(rows["fact_id"], rows["option"], rows["logprob"])}
+    assert got.keys() == want.keys()
+    assert max(abs(got[k] - want[k]) for k in want) < TOLERANCE
