@@ -8,17 +8,19 @@ Each engine runs the whole ``factprobe eval zp-lke`` (in this process, one threa
 same dataset, model and flags:
 
   local       ``--backend hf-causal`` (shared prefix once per relation, option tries);
-  device-map  the same with ``--device-map auto --max-memory cpu:BYTES --offload-folder``:
-              accelerate keeps what fits BYTES (a third of the weights) in memory and the
-              rest on disk, loading those layers at every forward;
+  device-map  the same with ``--device-map FILE.json --offload-folder``: the embeddings and
+              the first half of the layers in CPU memory, the rest on disk (accelerate's
+              big-model inference loads them at every forward; a Llama-architecture model);
   llama.cpp   ``--backend openai --tokenizer MODEL`` against ``llama_cpp.server`` (float32
               GGUF from llama.cpp's own converter, float32 KV cache, one thread) on
               127.0.0.1: its echoed prompt log-probabilities are refused by the start-up
               check, so every option token is one completion forced to it (logit_bias).
 
-Reported: wall seconds of each run (model load and the server's start-up not counted for the
-server, counted for the local ones as a CLI user pays them), the tokens each reports computed
-(``run.json``: for the server, the prompt and completion tokens of its answers), the load
+Reported: wall seconds of each run (model load included for the local ones, as a CLI user
+pays it; the server's start-up and the GGUF conversion not; a first local run, untimed,
+warms the process up), the tokens each reports computed (``run.json``: for the server, the
+prompt and completion tokens it was sent and answered; llama-cpp-python reuses the prefix it
+has just computed, so it computes fewer), the requests the server answered, the load
 average at the start, and against the local run: the share of questions with the same argmax
 and the largest |difference| of an option's log-probability. Needs ``make llama-server`` for
 the third engine (skipped, and said so, without it).
@@ -68,6 +70,24 @@ def _agreement(local: Path, other: Path) -> dict:
             "max_abs_diff": float((a["logprob"] - b["logprob"]).abs().max())}
 
 
+def _split_map(model: Path, work: Path) -> str:
+    """A device map file for a Llama-architecture model: the embeddings and the first half of
+    the layers in CPU memory, the rest on disk (accelerate's auto map under a memory budget
+    sends a model this small to disk whole: it keeps the largest layer's room free)."""
+    config = json.loads((model / "config.json").read_text())
+    if config.get("model_type") != "llama":
+        raise SystemExit(f"{model}: the device-map engine splits Llama-architecture models "
+                         f"only (this one is {config.get('model_type')!r})")
+    n = config["num_hidden_layers"]
+    split = {"model.embed_tokens": "cpu", "model.rotary_emb": "cpu",
+             **{f"model.layers.{i}": "cpu" if i < max(1, n // 2) else "disk"
+                for i in range(n)},
+             "model.norm": "disk", "lm_head": "disk"}
+    path = work / "device-map.json"
+    path.write_text(json.dumps(split))
+    return str(path)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", type=Path, default=ROOT / "data" / "models" / "planted")
@@ -84,12 +104,11 @@ def main() -> None:
               "plan": {"model": args.model.name, "dataset": args.dataset.name,
                        "limit": args.limit, "examples": args.examples}}
     try:
+        # untimed: the first run in a process pays torch's and the CLI's first-use costs
+        _eval(args, str(args.model), work / "warm-up", "--threads", "1")
         result["local"] = _eval(args, str(args.model), work / "local", "--threads", "1")
-        weights = sum(f.stat().st_size for f in args.model.glob("*.safetensors"))
-        budget = max(1, weights // 3)
         result["device_map"] = _eval(args, str(args.model), work / "split", "--threads", "1",
-                                     "--device-map",
-                                     "auto", "--max-memory", f"cpu:{budget}",
+                                     "--device-map", _split_map(args.model, work),
                                      "--offload-folder", str(work / "offload"))
         placed = json.loads((work / "split" / "run.json").read_text())["model"]
         result["device_map"]["placement"] = sorted(set(placed.get("device_map", {}).values()))
