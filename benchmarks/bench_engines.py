@@ -22,7 +22,8 @@ warms the process up), the tokens each reports computed (``run.json``: for the s
 prompt and completion tokens it was sent and answered; llama-cpp-python reuses the prefix it
 has just computed, so it computes fewer), the requests the server answered, the load
 average at the start, and against the local run: the share of questions with the same argmax
-and the largest |difference| of an option's log-probability. Needs ``make llama-server`` for
+the largest |difference| of an option's log-probability, and the share of greedy answers
+(the response tests) with the same text. Needs ``make llama-server`` for
 the third engine (skipped, and said so, without it).
 """
 from __future__ import annotations
@@ -59,15 +60,19 @@ def _eval(args, model: str, out: Path, *extra: str) -> dict:
 
 def _agreement(local: Path, other: Path) -> dict:
     a, b = (pd.read_parquet(p / "outputs.parquet") for p in (local, other))
-    keys = ["prompt_id", "stage", "subject_blind"]
-
     def argmax(rows):
+        # subject_blind: the subject-only check's rows (a planted model's runs have them)
+        keys = [k for k in ("prompt_id", "stage", "subject_blind") if k in rows]
         rows = rows[(rows["kind"] == "score") & rows["option"].notna()]
         return rows.loc[rows.groupby(keys)["logprob"].idxmax()].set_index(keys)["option"]
 
     x, y = argmax(a).sort_index(), argmax(b).sort_index()
+    scored = a["kind"] == "score"
+    texts = a.loc[~scored, "text"].fillna("") == b.loc[~scored, "text"].fillna("")
     return {"questions": int(len(x)), "argmax_agreement": round(float((x == y).mean()), 4),
-            "max_abs_diff": float((a["logprob"] - b["logprob"]).abs().max())}
+            "max_abs_diff": float((a.loc[scored, "logprob"] - b.loc[scored, "logprob"])
+                                  .abs().max()),
+            "same_greedy_text": round(float(texts.mean()), 4) if len(texts) else None}
 
 
 def _split_map(model: Path, work: Path) -> str:
