@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 CONSTRAINTS ?= constraints.txt
 PIP_CONSTRAINTS := $(if $(CONSTRAINTS),-c $(CONSTRAINTS),)
 
-.PHONY: setup repro test test-fast bench clean-venv
+.PHONY: setup repro test test-fast bench llama-server clean-venv
 
 $(STAMP): pyproject.toml setup.py $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,21 @@ bench: $(STAMP)
 	  $(BIN)/python benchmarks/bench_build_mc.py --facts $$n --json .bench/build_mc.jsonl || exit 1; \
 	done
 	$(BIN)/python benchmarks/bench_belief_fluctuation.py
+
+# llama.cpp's OpenAI-compatible server for tests/planted/test_llamacpp.py (skipped without it):
+# llama-cpp-python[server] at constraints.txt's version, built from PyPI's source (about 25
+# minutes on 2 busy cores; pip caches the wheel), and llama.cpp's convert_hf_to_gguf.py from
+# that same source into .llama/llama.cpp (sentencepiece: the converter imports it).
+LLAMA_DIR ?= .llama
+llama-server: $(STAMP)
+	mkdir -p $(LLAMA_DIR)
+	$(BIN)/python -m pip download -q --no-deps --no-binary :all: $(PIP_CONSTRAINTS) \
+	  -d $(LLAMA_DIR) llama-cpp-python
+	$(BIN)/python -m pip install -q $(PIP_CONSTRAINTS) sentencepiece \
+	  "$$(ls $(LLAMA_DIR)/llama_cpp_python-*.tar.gz | head -1)[server]"
+	tar -xzf "$$(ls $(LLAMA_DIR)/llama_cpp_python-*.tar.gz | head -1)" -C $(LLAMA_DIR) \
+	  --strip-components 2 --wildcards '*/vendor/llama.cpp/convert_hf_to_gguf.py' \
+	  '*/vendor/llama.cpp/conversion' '*/vendor/llama.cpp/gguf-py'
 
 clean-venv:
 	rm -rf $(VENV)

@@ -9,9 +9,15 @@ tokenized as vLLM does (the tokenizer's default special tokens: a BOS where the 
 one); the echoed BOS has no log-probability, as every server's first token.
 
 ``prompt_logprobs=False`` answers as ``transformers serve`` does: no prompt log-probs, ``echo``
-ignored. ``script``: failures to answer first, one per request, in order: ``("status", code,
-headers)``, ``("malformed",)`` (a logprobs block of uneven lists), ``("sleep", seconds)`` (answers late) or ``("die",)`` (stop
-serving). Every request is recorded with its headers.
+ignored. ``shifted_echo=True`` answers as llama-cpp-python's server does for a prompt without
+a BOS token: each echoed prompt token gets the log-probability from its own logits row (the
+one that predicts the next token). ``logit_bias`` (token id -> bias) moves the greedy choice
+and the sampling, never the log-probabilities returned, as llama.cpp's and vLLM's samplers do.
+``script``: failures to answer first, one per request, in order: ``("status", code,
+headers)``, ``("malformed",)`` (a logprobs block of uneven lists), ``("sleep", seconds)``
+(answers late) or ``("die",)`` (stop serving: from then on every connection, kept-alive ones
+included, is cut without an answer, as a crashed server's are). Every request is recorded with
+its headers.
 """
 from __future__ import annotations
 
@@ -23,7 +29,7 @@ import time
 
 class CompletionsServer:
     def __init__(self, model_dir, name: str = "tiny", prompt_logprobs: bool = True,
-                 script: list | None = None):
+                 script: list | None = None, shifted_echo: bool = False):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         self.torch = torch
@@ -31,8 +37,10 @@ class CompletionsServer:
         self.model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
         self.name = name
         self.prompt_logprobs = prompt_logprobs
+        self.shifted_echo = shifted_echo
         self.script = list(script or [])
         self.requests: list[dict] = []
+        self.dead = False
         self.lock = threading.Lock()
         srv = self
 
@@ -53,6 +61,9 @@ class CompletionsServer:
                 self.wfile.write(body)
 
             def do_GET(self):
+                if srv.dead:
+                    self.close_connection = True
+                    return
                 srv.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}})
                 if self.path.rstrip("/").endswith("/v1/models"):
                     self._send(200, {"object": "list", "data": [
@@ -63,6 +74,9 @@ class CompletionsServer:
 
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if srv.dead:
+                    self.close_connection = True
+                    return
                 req = json.loads(raw)
                 srv.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
                                      "json": req})
@@ -73,6 +87,7 @@ class CompletionsServer:
                 if step and step[0] == "sleep":     # answers, but late
                     time.sleep(step[1])
                 if step and step[0] == "die":
+                    srv.dead = True
                     threading.Thread(target=srv.close, daemon=True).start()
                     self.close_connection = True
                     return
@@ -116,7 +131,8 @@ class CompletionsServer:
         if echo:
             for k, (t, o) in enumerate(zip(ids, offsets)):
                 tokens.append(self.tok.decode([t]) if t != self.tok.bos_token_id else "")
-                values.append(None if k == 0 else float(lsm[k - 1, t]))
+                row = k if self.shifted_echo else k - 1
+                values.append(None if k == 0 else float(lsm[row, t]))
                 text_offset.append(int(o))
         gen = self._generate(ids, lsm[-1], req)
         text = self.tok.decode([t for t, _ in gen], skip_special_tokens=True)
@@ -138,7 +154,8 @@ class CompletionsServer:
                     "top_logprobs": [None] * len(tokens)} if want_lp else None
         return {"id": "cmpl-1", "object": "text_completion", "created": 0, "model": self.name,
                 "choices": [{"index": 0, "text": out_text, "logprobs": lp_block,
-                             "finish_reason": "stop"}],
+                             "finish_reason": "length" if not was_cut and len(gen) ==
+                             int(req.get("max_tokens") or 16) else "stop"}],
                 "usage": {"prompt_tokens": len(ids), "completion_tokens": len(gen),
                           "total_tokens": len(ids) + len(gen)}}
 
@@ -150,11 +167,15 @@ class CompletionsServer:
         seq = list(ids)
         lsm = last
         stops = [s for s in (req.get("stop") or []) if s]
+        bias = torch.zeros_like(lsm)
+        for k, v in (req.get("logit_bias") or {}).items():
+            bias[int(k)] = float(v)
         for _ in range(int(req.get("max_tokens") or 16)):
             if temp == 0:
-                t = int(lsm.argmax())
+                t = int((lsm + bias).argmax())
             else:
-                t = int(torch.multinomial(torch.softmax(lsm / temp, -1), 1, generator=g))
+                t = int(torch.multinomial(torch.softmax((lsm + bias) / temp, -1), 1,
+                                          generator=g))
             if t == self.tok.eos_token_id:
                 break
             out.append((t, float(lsm[t])))

@@ -8,6 +8,8 @@ Each answer runs under ``--timeout`` for the whole of it and under the size cap
 from __future__ import annotations
 
 import json
+import math
+import re
 import threading
 
 from factprobe.core import jsonsafe, redact
@@ -102,3 +104,45 @@ def _detail(exc) -> str:
     except Exception:  # a body that cannot be read says nothing more than the status code
         text = ""
     return " ".join(redact.scrub(text).split())[:200]
+
+
+_TOKEN_ID = re.compile(r"^token_id:(\d+)$")    # vLLM's return_tokens_as_token_ids
+
+
+def logprobs_block(got, echo: bool = True) -> dict | None:
+    """The completion's ``logprobs`` block, checked (lists of equal length), or None."""
+    try:
+        lp = got["choices"][0].get("logprobs")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise Retryable("the answer is not a completion") from None
+    if lp is None:
+        return None
+    keys = ("tokens", "token_logprobs", "text_offset")
+    if not isinstance(lp, dict) or not all(isinstance(lp.get(k), list) for k in keys):
+        raise Retryable("malformed logprobs (no tokens, token_logprobs and text_offset lists)")
+    n = len(lp["tokens"])
+    if len(lp["token_logprobs"]) != n or len(lp["text_offset"]) != n:
+        raise Retryable("malformed logprobs (lists of different lengths)")
+    for v in lp["token_logprobs"]:
+        if v is not None and (not isinstance(v, (int, float)) or not v <= 0
+                              or math.isinf(v)):
+            raise Retryable(f"malformed logprobs (a log-probability of {v!r})")
+    if not all(isinstance(o, int) and o >= 0 for o in lp["text_offset"]):
+        raise Retryable("malformed logprobs (text_offset not counting characters)")
+    return lp
+
+
+def prompt_tokens(got: dict, lp: dict, length: int) -> int:
+    """How many of the echoed tokens are the prompt's: the usage's count where the server
+    gives one, else those that start inside the prompt's text."""
+    usage = got.get("usage")
+    n = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    if isinstance(n, int) and 0 < n <= len(lp["tokens"]):
+        return n
+    return sum(1 for o in lp["text_offset"] if o < length)
+
+
+def token_id(token) -> int:
+    """A token's id where the server gives it (vLLM's ``token_id:N``), else -1 (unknown)."""
+    m = _TOKEN_ID.match(str(token))
+    return int(m.group(1)) if m else -1

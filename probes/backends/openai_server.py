@@ -13,10 +13,14 @@
   tokenizer gives the continuation. No server reuses a shared prefix when prompt log-probs are
   asked, so every option's whole prompt is computed (docs/scaling.md).
 
-The server is asked twice when the backend loads: ``/v1/models`` (the model must be there;
-its entry is the checkpoints' identity) and one tiny ``echo`` request. A server that returns
-no prompt log-probabilities then offers ``generate`` only, and a plan that scores is refused
-before any of its requests (the run engine compares the loaded backend's ``capabilities``).
+When the backend loads it asks ``/v1/models`` (the model must be there; its entry is the
+checkpoints' identity) and checks the prompt log-probabilities (openai_check): one echo
+request (none returned: the server offers ``generate`` only, and a plan that scores is refused
+before any of its requests, as the run engine compares the loaded backend's
+``capabilities``), then whether the echoed values line up with the server's own generated
+ones. Where they do not (llama-cpp-python's server), ``--tokenizer`` scores through
+completions forced to each continuation token by ``logit_bias`` (``scoring: forced``);
+without it, scoring is refused.
 
 Why the ``openai`` client (a dependency already): it speaks every server's dialect of the
 API, and the transport's size cap and deadline hook into its httpx client, as the LLM
@@ -37,7 +41,11 @@ from factprobe.core import redact
 from factprobe.core.errors import UserError
 from factprobe.core.retry import Retryable, RetryPolicy, with_retries
 from factprobe.probes.backends.base import Usage
+from factprobe.probes.backends import openai_check as check
 from factprobe.probes.backends.openai_http import Client
+from factprobe.probes.backends.openai_http import logprobs_block as _logprobs
+from factprobe.probes.backends.openai_http import prompt_tokens as _prompt_tokens
+from factprobe.probes.backends.openai_http import token_id as _token_id
 from factprobe.probes.backends.openai_options import OpenAIConfig
 from factprobe.probes.requests import Generated, GenerateRequest, Scored, ScoreRequest
 
@@ -46,7 +54,11 @@ MAX_STOPS = 4                     # OpenAI's API refuses more stop strings
 # Methods whose plans only generate: what a server without prompt log-probs can still run
 # (ZP-LKE and the prompt baselines score options; MONITOR scores the anchors' objects).
 GENERATE_ONLY = ("belief-icl",)
-_TOKEN_ID = re.compile(r"^token_id:(\d+)$")    # vLLM's return_tokens_as_token_ids
+# llama.cpp's servers apply a repetition penalty unless told otherwise (llama-cpp-python's:
+# 1.1), which changes greedy answers (measured: the planted model's greedy text differed from
+# the local backend's after 7 tokens); the local backend applies none. Other servers ignore an
+# unknown field, or refuse it (then it is not sent: OpenAIServer._probe).
+SAMPLER = {"repeat_penalty": 1.0}
 # /v1/models fields that change with every start of the same server (not the model's)
 _VOLATILE = ("created",)
 
@@ -99,6 +111,8 @@ class OpenAIServer:
         self.tok = self._tokenizer() if config.tokenizer else None
         self.entry = self._model_entry()
         self.limits = ""
+        self.scoring = "echo"           # or "forced" (openai_check)
+        self.extra: dict = {}           # SAMPLER, where the server takes it
         self.capabilities = CAPABILITIES if self._has_prompt_logprobs() else \
             frozenset({"generate"})
 
@@ -129,24 +143,63 @@ class OpenAIServer:
         return {k: v for k, v in sorted(entry.items()) if k not in _VOLATILE}
 
     def _has_prompt_logprobs(self) -> bool:
-        """One tiny echo request: does the server return the prompt's log-probs?"""
+        """Can this server score, and how (openai_check): its echoed prompt log-probabilities
+        when they line up with its own generated ones, else completions forced to each token
+        (needs --tokenizer); otherwise it only generates."""
+        post = self._post
+        lp = None
         try:
-            got = self._call("a prompt log-probability probe", lambda: self.client.post(
-                "/completions", self._score_body("The capital of France is Paris")))
+            got = self._probe()
             lp = _logprobs(got)
             ok = lp is not None and any(x is not None for x in lp["token_logprobs"]) and \
                 len(lp["text_offset"]) == len(lp["token_logprobs"])
+            if not ok:
+                why = "returns no prompt log-probabilities (echo + logprobs on /v1/completions)"
+            else:
+                ok, why = self._call("a prompt log-probability check", lambda: check.check_echo(
+                    post, self._score_body, self.config.model))
         except UserError as exc:
             if "HTTP 4" not in str(exc):     # unreachable or failing: not a missing feature
                 raise
-            ok = False
-        if not ok:
-            self.limits = (f"{self.shown} returns no prompt log-probabilities (echo + "
-                           f"logprobs on /v1/completions), so it can only generate: it runs "
-                           f"{', '.join(GENERATE_ONLY)}")
-        return ok
+            ok, why = False, "returns no prompt log-probabilities (echo + logprobs on " \
+                             "/v1/completions)"
+        if ok:
+            return True
+        if lp is not None and self.tok is not None:
+            failed = self._call("a logit_bias check", lambda: check.check_forced(
+                post, self.config.model, self.tok))
+            if not failed:
+                self.scoring = "forced"
+                return True
+            why = f"{why}; and a completion forced to --tokenizer's token failed ({failed}): " \
+                  f"is --tokenizer the served model's?"
+        hint = "" if lp is None else (
+            "; give --tokenizer (the served model's tokenizer) to score through completions "
+            "forced to each option token (logit_bias), or serve it with vLLM" if self.tok is None
+            else "; serve it with vLLM, or use --backend hf-causal")
+        self.limits = (f"{self.shown} {why}, so it can only generate: it runs "
+                       f"{', '.join(GENERATE_ONLY)}{hint}")
+        return False
+
+    def _probe(self) -> dict:
+        """The first echo request, with ``SAMPLER`` (the local backend's plain greedy and
+        multinomial choice): a server that refuses an unknown field (HTTP 4xx) is asked
+        again without them, and they are not sent to it again."""
+        ask = lambda: self._call("a prompt log-probability probe", lambda: self._post(  # noqa
+            self._score_body("The capital of France is Paris")))
+        self.extra = dict(SAMPLER)
+        try:
+            return ask()
+        except UserError as exc:
+            if "HTTP 4" not in str(exc):
+                raise
+        self.extra = {}
+        return ask()
 
     # ----------------------------------------------------------------------------- requests
+    def _post(self, body: dict) -> dict:
+        return self.client.post("/completions", {**body, **self.extra})
+
     def _score_body(self, prompt: str | list[int]) -> dict:
         return {"model": self.config.model, "prompt": prompt, "max_tokens": 1, "echo": True,
                 "logprobs": 1, "temperature": 0}
@@ -199,23 +252,33 @@ class OpenAIServer:
 
     def _score_one(self, job: tuple[str, str]) -> Scored:
         context, continuation = split_pair(*job)
+        if self.scoring == "forced":
+            return self._forced_one(context, continuation)
         text = context + continuation
         prompt: str | list[int] = text
         if not context and self.tok is not None:
             # nothing to condition the first token on: the local backend puts the BOS (else
-            # EOS) token first, and so does this prompt, sent as token ids (which every
-            # OpenAI-compatible server takes)
+            # EOS) token first, and so does this prompt, sent as token ids (vLLM and
+            # the test server take them; llama-cpp-python's scores through forced completions)
             first = self.tok.bos_token_id if self.tok.bos_token_id is not None \
                 else self.tok.eos_token_id
             if first is not None:
                 prompt = [first] + self.tok(text, add_special_tokens=False)["input_ids"]
 
         def ask() -> tuple[list[float], list[int]]:
-            got = self.client.post("/completions", self._score_body(prompt))
+            got = self._post(self._score_body(prompt))
             return self._continuation(got, text, context, continuation)
 
         lps, ids = self._call("scoring", ask)
         return Scored(lps, ids)
+
+    def _forced_one(self, context: str, continuation: str) -> Scored:
+        post = self._post
+        values, ids, sent = self._call("scoring", lambda: check.score_forced(
+            post, self.config.model, self.tok, context, continuation, self.shown))
+        self.prompt_tokens += sent
+        self.completion_tokens += len(ids)
+        return Scored(values, ids)
 
     def _continuation(self, got: dict, text: str, context: str, continuation: str):
         lp = _logprobs(got)
@@ -274,7 +337,7 @@ class OpenAIServer:
             body["stop"] = stops
 
         def ask() -> Generated:
-            got = self.client.post("/completions", body)
+            got = self._post(body)
             return self._generated(got, r)
 
         return self._call("generation", ask)
@@ -290,11 +353,14 @@ class OpenAIServer:
         text = cut_at_stop(raw, r.stop)
         lp = _logprobs(got, echo=False)
         if lp is not None:
-            # every token, unless a stop string cut the text here: then those it kept (a
-            # token of a split UTF-8 character adds no text, so offsets alone cannot tell)
+            # every token, unless a stop string cut the text, here or on the server (which
+            # may list the stop string's token: llama-cpp-python does): then those that start
+            # inside the text kept (a token of a split UTF-8 character adds no text, so
+            # offsets alone cannot tell where nothing was cut)
             first = lp["text_offset"][0] if lp["text_offset"] else 0
+            cut = len(text) < len(raw) or got["choices"][0].get("finish_reason") == "stop"
             keep = [i for i, o in enumerate(lp["text_offset"])
-                    if len(text) == len(raw) or o - first < len(text)]
+                    if not cut or o - first < len(text)]
             values = [math.nan if lp["token_logprobs"][i] is None
                       else float(lp["token_logprobs"][i]) for i in keep]
             ids = [_token_id(lp["tokens"][i]) for i in keep]
@@ -329,7 +395,8 @@ class OpenAIServer:
         return {"backend": {"model": c.model, "base_url": self.shown,
                             "concurrency": c.concurrency, "timeout_s": c.timeout_s,
                             "retries": c.retries, "tokenizer": c.tokenizer,
-                            "capabilities": sorted(self.capabilities)},
+                            "capabilities": sorted(self.capabilities),
+                            "scoring": self.scoring, "sampler": self.extra},
                 "model": {"name": c.model, "type": "openai-server", "revision": None,
                           "parameters": None, "device": self.shown, "dtype": "server"}}
 
@@ -338,43 +405,5 @@ class OpenAIServer:
         # port with the same model resumes; another model (or a new entry) starts over.
         return {"model": {"served": self.entry}, "revision": None, "device": "server",
                 "settings": {"tokenizer": self.config.tokenizer,
-                             "prompt_logprobs": "score" in self.capabilities}}
-
-
-def _logprobs(got, echo: bool = True) -> dict | None:
-    """The completion's ``logprobs`` block, checked (lists of equal length), or None."""
-    try:
-        lp = got["choices"][0].get("logprobs")
-    except (KeyError, IndexError, TypeError, AttributeError):
-        raise Retryable("the answer is not a completion") from None
-    if lp is None:
-        return None
-    keys = ("tokens", "token_logprobs", "text_offset")
-    if not isinstance(lp, dict) or not all(isinstance(lp.get(k), list) for k in keys):
-        raise Retryable("malformed logprobs (no tokens, token_logprobs and text_offset lists)")
-    n = len(lp["tokens"])
-    if len(lp["token_logprobs"]) != n or len(lp["text_offset"]) != n:
-        raise Retryable("malformed logprobs (lists of different lengths)")
-    for v in lp["token_logprobs"]:
-        if v is not None and (not isinstance(v, (int, float)) or not v <= 0
-                              or math.isinf(v)):
-            raise Retryable(f"malformed logprobs (a log-probability of {v!r})")
-    if not all(isinstance(o, int) and o >= 0 for o in lp["text_offset"]):
-        raise Retryable("malformed logprobs (text_offset not counting characters)")
-    return lp
-
-
-def _prompt_tokens(got: dict, lp: dict, length: int) -> int:
-    """How many of the echoed tokens are the prompt's: the usage's count where the server
-    gives one, else those that start inside the prompt's text."""
-    usage = got.get("usage")
-    n = usage.get("prompt_tokens") if isinstance(usage, dict) else None
-    if isinstance(n, int) and 0 < n <= len(lp["tokens"]):
-        return n
-    return sum(1 for o in lp["text_offset"] if o < length)
-
-
-def _token_id(token) -> int:
-    """A token's id where the server gives it (vLLM's ``token_id:N``), else -1 (unknown)."""
-    m = _TOKEN_ID.match(str(token))
-    return int(m.group(1)) if m else -1
+                             "prompt_logprobs": "score" in self.capabilities,
+                             "scoring": self.scoring, "sampler": self.extra}}

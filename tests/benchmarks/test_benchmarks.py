@@ -100,3 +100,23 @@ def test_plant_benchmark_old_and_new_paths_train_the_same_bits(tmp_path):
         assert res[kind]["whole"]["same_weights_and_log"] is True, kind
         assert res[kind]["epoch"]["steps_per_epoch"] > 0
     assert res["causal"]["epoch"]["tokenise_old"] > 0 and res["masked"]["epoch"]["masks_old"] > 0
+
+
+@pytest.mark.slow
+def test_engines_benchmark_agrees_across_engines(tiny_llama_dir, sample_datasets, tmp_path):
+    """The same tiny ZP-LKE plan through the local backend, the local backend split over
+    memory and disk, and (where installed) llama.cpp's server: the split one scores exactly as
+    the whole, the server within 1e-3 with the same argmax."""
+    res = json.loads(run_script(
+        "bench_engines.py", "--model", str(tiny_llama_dir), "--dataset",
+        str(sample_datasets / "sample-mc"), "--limit", "1", "--examples", "4",
+        tmp_path=tmp_path))
+    assert res["local"]["tokens_computed"] > 0 and res["local"]["seconds"] > 0
+    split = res["device_map"]
+    assert "disk" in split["placement"] and split["questions"] > 0
+    assert split["argmax_agreement"] == 1.0 and split["max_abs_diff"] < 1e-5
+    served = res["llama_cpp"]
+    if "skipped" not in served:
+        assert served["scoring"] == "forced" and served["questions"] == split["questions"]
+        assert served["argmax_agreement"] >= 0.99 and served["max_abs_diff"] < 1e-3
+        assert served["requests"] >= served["questions"]

@@ -155,7 +155,9 @@ def test_a_server_that_dies_mid_run_resumes_from_its_checkpoints(tiny_llama_dir,
     plan = _score_plan(300)                        # two chunks of the run engine (256 each)
     out = tmp_path / "run"
     first = CompletionsServer(tiny_llama_dir)
-    first.script = [None] * (1 + 2 * 256 + 20) + [("die",)]   # the probe, chunk 1, part of 2
+    # the self-check's three requests (an echo, a greedy token, the echo of both), chunk 1,
+    # part of chunk 2
+    first.script = [None] * (3 + 2 * 256 + 20) + [("die",)]
     cfg = EvalConfig("toy", "d", str(out), progress=False)
     with pytest.raises(ResumableError) as exc:
         run_eval(cfg, OpenAIConfig("tiny", base_url=first.url, retries=1), plan, {},
@@ -167,7 +169,7 @@ def test_a_server_that_dies_mid_run_resumes_from_its_checkpoints(tiny_llama_dir,
         run_eval(cfg, OpenAIConfig("tiny", base_url=second.url), plan, {}, {"name": "toy"},
                  kinds=KINDS)
         scored = [r for r in second.requests if r["path"].endswith("/completions")]
-        assert len(scored) == 1 + 2 * (300 - 256)   # the probe, then the second chunk only
+        assert len(scored) == 3 + 2 * (300 - 256)   # the check, then the second chunk only
         rows = pd.read_parquet(out / "outputs.parquet")
         assert len(rows) == 600 and rows["logprob"].lt(0).all()
     finally:
@@ -251,3 +253,38 @@ def test_each_causal_method_gives_the_local_backends_rows(method, dataset, flags
     metrics = [json.loads((tmp_path / r / "metrics.json").read_text())
                for r in ("local", "served")]
     assert metrics[0] == metrics[1]
+
+
+def test_an_echo_one_row_off_is_caught_and_scored_by_forced_completions(tiny_llama_dir,
+                                                                         local, tmp_path):
+    """A server that pairs each echoed prompt token with its own logits row (llama-cpp-python
+    without a BOS) returns numbers that look right: the start-up check compares them with the
+    server's own generated ones. Without --tokenizer: scoring refused in one line before any
+    request of the plan; with it: completions forced by logit_bias give the local scores."""
+    srv = CompletionsServer(tiny_llama_dir, shifted_echo=True)
+    try:
+        with pytest.raises(UserError) as exc:
+            run_eval(EvalConfig("toy", "d", str(tmp_path / "run"), progress=False),
+                     OpenAIConfig("tiny", base_url=srv.url), _score_plan(), {},
+                     {"name": "toy"}, kinds=KINDS)
+        message = str(exc.value)
+        assert "\n" not in message and "wrong logits rows" in message
+        assert "--tokenizer" in message and "belief-icl" in message
+        posts = [r["json"] for r in srv.requests if r["path"].endswith("/completions")]
+        assert len(posts) == 3 and not any("country" in str(p["prompt"]) for p in posts)
+        assert not (tmp_path / "run").exists()
+        backend = _served(srv, tokenizer=str(tiny_llama_dir))
+        assert backend.scoring == "forced" and backend.describe()["backend"]["scoring"] == \
+            "forced"
+        requests = [ScoreRequest(c, OPTIONS) for c in CONTEXTS] + \
+            [ScoreRequest("", (" Paris", "The capital"))]
+        for g_req, w_req in zip(backend.score(requests), local.score(requests)):
+            for g, w in zip(g_req, w_req):
+                assert g.token_ids == w.token_ids
+                assert max(abs(a - b) for a, b in zip(g.token_logprobs, w.token_logprobs)) \
+                    < TOLERANCE
+        # the forced requests carried their token's bias, one token each
+        forced = [r["json"] for r in srv.requests[-5:]]
+        assert all(r["max_tokens"] == 1 and len(r["logit_bias"]) == 1 for r in forced)
+    finally:
+        srv.close()
