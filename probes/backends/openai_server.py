@@ -51,9 +51,6 @@ from factprobe.probes.requests import Generated, GenerateRequest, Scored, ScoreR
 
 CAPABILITIES = frozenset({"score", "generate"})
 MAX_STOPS = 4                     # OpenAI's API refuses more stop strings
-# Methods whose plans only generate: what a server without prompt log-probs can still run
-# (ZP-LKE and the prompt baselines score options; MONITOR scores the anchors' objects).
-GENERATE_ONLY = ("belief-icl",)
 # llama.cpp's servers apply a repetition penalty unless told otherwise (llama-cpp-python's:
 # 1.1), which changes greedy answers (measured: the planted model's greedy text differed from
 # the local backend's after 7 tokens); the local backend applies none. Other servers ignore an
@@ -177,8 +174,8 @@ class OpenAIServer:
             "; give --tokenizer (the served model's tokenizer) to score through completions "
             "forced to each option token (logit_bias), or serve it with vLLM" if self.tok is None
             else "; serve it with vLLM, or use --backend hf-causal")
-        self.limits = (f"{self.shown} {why}, so it can only generate: it runs "
-                       f"{', '.join(GENERATE_ONLY)}{hint}")
+        # the run engine adds the methods that only generate, from the methods table
+        self.limits = f"{self.shown} {why}, so it can only generate{hint}"
         return False
 
     def _probe(self) -> dict:

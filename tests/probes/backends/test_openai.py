@@ -14,6 +14,7 @@ import pytest
 
 from factprobe.cli.app import main
 from factprobe.core.errors import UserError
+from factprobe.evaluation import runnable_methods
 from factprobe.probes.backends import KINDS, BackendConfig, load_backend
 from factprobe.probes.backends.openai_options import OpenAIConfig
 from factprobe.probes.engine.executors import ResumableError
@@ -94,7 +95,7 @@ def test_a_server_without_prompt_logprobs_is_refused_before_any_scoring_request(
         with pytest.raises(UserError) as exc:
             run_eval(EvalConfig("toy", "d", str(tmp_path / "run"), progress=False),
                      OpenAIConfig("tiny", base_url=srv.url), _score_plan(), {},
-                     {"name": "toy"}, kinds=KINDS)
+                     {"name": "toy"}, kinds=KINDS, runnable=runnable_methods)
         message = str(exc.value)
         assert "\n" not in message and "can score" in message and "belief-icl" in message
         assert "no prompt log-probabilities" in message
@@ -266,7 +267,7 @@ def test_an_echo_one_row_off_is_caught_and_scored_by_forced_completions(tiny_lla
         with pytest.raises(UserError) as exc:
             run_eval(EvalConfig("toy", "d", str(tmp_path / "run"), progress=False),
                      OpenAIConfig("tiny", base_url=srv.url), _score_plan(), {},
-                     {"name": "toy"}, kinds=KINDS)
+                     {"name": "toy"}, kinds=KINDS, runnable=runnable_methods)
         message = str(exc.value)
         assert "\n" not in message and "wrong logits rows" in message
         assert "--tokenizer" in message and "belief-icl" in message

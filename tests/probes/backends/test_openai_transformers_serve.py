@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from factprobe.core.errors import UserError
+from factprobe.evaluation import runnable_methods
 from factprobe.probes.backends import KINDS, load_backend
 from factprobe.probes.backends.openai_http import Client
 from factprobe.probes.backends.openai_options import OpenAIConfig
@@ -79,7 +80,8 @@ def test_a_scoring_method_is_refused_before_any_of_its_requests(served, tmp_path
                      meta={"fact_id": "f0"})])])
     with pytest.raises(UserError) as exc:
         run_eval(EvalConfig("zp-lke", "d", str(tmp_path / "run"), progress=False),
-                 OpenAIConfig(NAME, base_url=served), plan, {}, {"name": "toy"}, kinds=KINDS)
+                 OpenAIConfig(NAME, base_url=served), plan, {}, {"name": "toy"}, kinds=KINDS,
+                 runnable=runnable_methods)
     message = str(exc.value)
     assert "\n" not in message and message.startswith("zp-lke: ")
     assert "no prompt log-probabilities" in message and "belief-icl" in message
