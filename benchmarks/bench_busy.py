@@ -93,8 +93,7 @@ def main() -> None:
     cores = sorted(os.sched_getaffinity(0))
     all_threads = ["--threads", str(len(cores))]     # torch's own default: one per core
     # eval follows the load only with --threads auto (its default is the cores, for the same
-    # bytes on any load, or one thread for a model as small as the planted one); plant always
-    # trains on one thread
+    # bytes on any load); plant always trains on one thread
     settings = {"default": [], "auto": ["--threads", "auto"],
                 **({"one per core (old default)": all_threads} if args.old else {})}
     results: dict = {}

@@ -104,8 +104,8 @@ def run_evaluation(method_name: str, args) -> Evaluated:
     executor = executor_config(args)
     threads = None
     if executor.kind == "local" and not args.dry_run and kind.threads:
-        from factprobe.cli.threads import apply_threads, model_work_cap
-        threads = apply_threads(args.threads, work_cap=model_work_cap(args.model))
+        from factprobe.cli.threads import apply_threads
+        threads = apply_threads(args.threads)
     out = run_eval(cfg, backend_cfg, plan, method_cfg, dataset_info(folder), kinds=KINDS,
                    metrics_fn=metrics_fn, executor=executor, threads=threads,
                    runnable=runnable_methods)
