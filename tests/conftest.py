@@ -60,15 +60,14 @@ SLOW_MODULES = ("tests/contract/", "tests/benchmarks/", "tests/evaluators/cli/",
                 "tests/evaluators/report/test_report_layout.py")
 
 
-# How `make test` spreads the suite over its workers (`--dist loadgroup`): each file is one
-# unit, run on one worker in its own order (some files' later tests read what earlier ones
-# wrote), except the files below, whose tests are independent whole pipelines of 2-2.5
-# minutes each: one unit per test, so they run side by side. Units start longest first (the
-# order below, then the rest as collected): a worker takes its next unit when it has two tests
-# or fewer left, so the long ones must not be left for the end. Measured 2026-11-27 (quiet,
-# two workers, file units in collection order): 828 s of wall for 1,098 s of CPU, one worker
-# idle for minutes while the other ran the three init pipelines in turn.
-SPLIT_MODULES = ("tests/evaluators/cli/test_init_planting.py",)
+# How `make test` spreads the suite over its workers (`--dist loadscope`, no test classes but
+# test_init_planting.py's): each file, or each class, is one unit, run on one worker in its own
+# order (some files' later tests read what earlier ones wrote); test_init_planting.py's three
+# whole pipelines (2-2.5 minutes each) are a class each, so they run side by side. Units start
+# longest first (the order below, then the rest as collected): a worker takes its next unit
+# when it has two tests or fewer left, so the long ones must not be left for the end. Measured
+# 2026-11-27 (quiet, two workers, file units in collection order): 828 s of wall for 1,098 s of
+# CPU, one worker idle for minutes while the other ran the three init pipelines in turn.
 LONGEST_FIRST = ("tests/evaluators/cli/test_init_planting.py",
                  "tests/evaluators/cli/test_own_graph_doc.py",
                  "tests/probes/engine/test_scale.py", "tests/planted/",
@@ -89,9 +88,6 @@ def pytest_collection_modifyitems(config, items):
         rel_of[item.nodeid] = rel
         if rel.startswith(SLOW_MODULES):
             item.add_marker(pytest.mark.slow)
-        if os.environ.get("PYTEST_XDIST_WORKER"):    # the mark is xdist's; only its workers
-            item.add_marker(pytest.mark.xdist_group(
-                item.nodeid if rel.startswith(SPLIT_MODULES) else rel))
     # a stable sort: each file keeps its own order (every worker sorts the same collection)
     items.sort(key=lambda item: _rank(rel_of[item.nodeid]))
 WIKIDATA_MINI = DATA / "wikidata_mini.ttl"
