@@ -27,12 +27,9 @@ repro: $(STAMP)
 
 # The suite runs on TEST_WORKERS processes (pytest-xdist; 1: in this process). Each test file
 # stays on one worker, in order: some files' later tests read what their earlier ones ran (the
-# Ray scale tests reuse the runs they compared), which work stealing would split; the three
-# init pipelines are a test class each, run side by side, and the longest units start first
-# (tests/conftest.py). (loadgroup's xdist_group marks do not reach its scheduler under pytest
-# 9.2: every test became its own unit.)
+# Ray scale tests reuse the runs they compared), which work stealing would split.
 TEST_WORKERS ?= 2
-PYTEST_WORKERS := $(if $(filter 1,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder)
+PYTEST_WORKERS := $(if $(filter 1,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadfile)
 
 test: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest $(PYTEST_WORKERS)

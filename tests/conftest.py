@@ -60,36 +60,12 @@ SLOW_MODULES = ("tests/contract/", "tests/benchmarks/", "tests/evaluators/cli/",
                 "tests/evaluators/report/test_report_layout.py")
 
 
-# How `make test` spreads the suite over its workers (`--dist loadscope`, no test classes but
-# test_init_planting.py's): each file, or each class, is one unit, run on one worker in its own
-# order (some files' later tests read what earlier ones wrote); test_init_planting.py's three
-# whole pipelines (2-2.5 minutes each) are a class each, so they run side by side. Units start
-# longest first (the order below, then the rest as collected): a worker takes its next unit
-# when it has two tests or fewer left, so the long ones must not be left for the end. Measured
-# 2026-11-27 (quiet, two workers, file units in collection order): 828 s of wall for 1,098 s of
-# CPU, one worker idle for minutes while the other ran the three init pipelines in turn.
-LONGEST_FIRST = ("tests/evaluators/cli/test_init_planting.py",
-                 "tests/evaluators/cli/test_own_graph_doc.py",
-                 "tests/probes/engine/test_scale.py", "tests/planted/",
-                 "tests/contract/test_hostile_servers.py", "tests/contract/test_resume.py",
-                 "tests/contract/test_quiet_and_report.py", "tests/test_extending.py",
-                 "tests/throughput/test_bench_dense.py", "tests/probes/backends/test_openai.py")
-
-
-def _rank(rel: str) -> int:
-    return next((i for i, p in enumerate(LONGEST_FIRST) if rel.startswith(p)), len(LONGEST_FIRST))
-
-
 def pytest_collection_modifyitems(config, items):
     root = Path(__file__).resolve().parent.parent
-    rel_of = {}
     for item in items:
         rel = item.path.resolve().relative_to(root).as_posix()
-        rel_of[item.nodeid] = rel
         if rel.startswith(SLOW_MODULES):
             item.add_marker(pytest.mark.slow)
-    # a stable sort: each file keeps its own order (every worker sorts the same collection)
-    items.sort(key=lambda item: _rank(rel_of[item.nodeid]))
 WIKIDATA_MINI = DATA / "wikidata_mini.ttl"
 
 # dvc.yaml's dataset stages, in an order that builds each one's inputs first

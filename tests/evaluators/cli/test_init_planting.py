@@ -34,7 +34,11 @@ def test_the_graphs_have_the_asked_shapes():
             assert len({r[4] for r in rows if r[2] == rel}) == k     # every object used
 
 
-def init_and_repro(tmp_path, graph: str) -> None:
+@pytest.mark.slow
+@pytest.mark.parametrize("graph", [
+    pytest.param(g[0], marks=pytest.mark.xfail(strict=True, reason=KNOWN_SHORT[g[0]]))
+    if g[0] in KNOWN_SHORT else g[0] for g in GRAPHS])
+def test_init_and_repro_plant_a_model_that_learned_its_facts(tmp_path, graph):
     if shutil.which("dvc", path=str(BIN)) is None:
         pytest.fail("dvc is missing: pip install 'factprobe[pipeline]'")
     repo = tmp_path / graph
@@ -53,20 +57,3 @@ def init_and_repro(tmp_path, graph: str) -> None:
     for method in VALIDATED:
         assert any(k.startswith(method) for k in validity), (method, head)
     assert all(v >= 0.9 for v in validity.values()), validity
-
-
-# One class per graph: `make test` schedules each test file, or each class, as one unit on one
-# worker (pytest-xdist's loadscope), so the three pipelines (2-2.5 minutes each) can run side by
-# side instead of in turn; a class's one test is the same check for its graph.
-class _Graph:
-    graph = ""
-
-    @pytest.mark.slow
-    def test_init_and_repro_plant_a_model_that_learned_its_facts(self, tmp_path, request):
-        if self.graph in KNOWN_SHORT:
-            request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_SHORT[self.graph]))
-        init_and_repro(tmp_path, self.graph)
-
-
-for _name, *_ in GRAPHS:
-    globals()[f"TestGraph_{_name}"] = type(f"TestGraph_{_name}", (_Graph,), {"graph": _name})
