@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
+
+from tests.serving import free_port, wait_answering
 
 ROOT = Path(__file__).resolve().parents[1]
 CONVERTER = Path(os.environ.get("FACTPROBE_LLAMA_CONVERTER") or ROOT / ".llama" / "llama.cpp")
@@ -60,17 +59,11 @@ def to_gguf(model_dir: Path, out: Path) -> Path:
     return out
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class LlamaServer:
     """``python -m llama_cpp.server`` on a free port; ``url`` is its API root."""
 
     def __init__(self, gguf: Path, name: str, log: Path):
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.log = log
         self.proc = subprocess.Popen(
@@ -79,17 +72,12 @@ class LlamaServer:
              "--n_threads", "1", "--type_k", "0", "--type_v", "0", "--verbose", "false"],
             stdout=open(log, "ab"), stderr=subprocess.STDOUT,
             env={**os.environ, "OMP_NUM_THREADS": "1"})
-        deadline = time.time() + 90
-        while True:
-            try:
-                urllib.request.urlopen(f"{self.url}/models", timeout=2).read()
-                return
-            except OSError:
-                if self.proc.poll() is not None or time.time() > deadline:
-                    self.close()
-                    raise RuntimeError(f"llama_cpp.server did not start: "
-                                       f"{log.read_text(errors='replace')[-2000:]}")
-                time.sleep(0.3)
+        try:
+            wait_answering(self.proc, f"{self.url}/models", 90, "llama_cpp.server",
+                           lambda: log.read_text(errors="replace"))
+        except RuntimeError:
+            self.close()
+            raise
 
     def close(self) -> None:
         if self.proc.poll() is None:

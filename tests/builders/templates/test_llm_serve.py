@@ -5,17 +5,12 @@ builder must report the shortfall, exit 0, and replay the same result from the c
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tests.evaluators.cli.test_cli import run
+from tests.serving import transformers_serving
 
 pytestmark = pytest.mark.slow
 
@@ -28,12 +23,6 @@ templates:
   - {id: m1, style: statement, text: "The capital of [X] is [Y]."}
   - {id: m2, style: question, text: "What is the capital of [X]? [Y]."}
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def make_tiny_model(folder: Path) -> None:
@@ -66,9 +55,6 @@ def make_tiny_model(folder: Path) -> None:
 
 @pytest.fixture(scope="module")
 def transformers_serve(tmp_path_factory):
-    exe = Path(sys.executable).with_name("transformers")
-    if not exe.exists():
-        pytest.fail("the 'transformers' command is missing: pip install 'transformers[serving]'")
     try:
         import fastapi  # noqa: F401
         import uvicorn  # noqa: F401
@@ -77,29 +63,8 @@ def transformers_serve(tmp_path_factory):
     root = tmp_path_factory.mktemp("serve")
     model = root / "tiny-llama"
     make_tiny_model(model)
-    port = _free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "HF_HOME": str(root / "hf-home"), "TOKENIZERS_PARALLELISM": "false"}
-    proc = subprocess.Popen([str(exe), "serve", str(model), "--host", "127.0.0.1", "--port",
-                             str(port), "--device", "cpu"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
-    while True:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1).read()
-            break
-        except OSError:
-            if proc.poll() is not None or time.time() > deadline:
-                proc.kill()
-                err = proc.stderr.read()[-2000:] if proc.stderr else ""
-                pytest.fail(f"transformers serve did not start: {err}")
-            time.sleep(0.3)
-    yield f"http://127.0.0.1:{port}/v1", str(model)
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    with transformers_serving(str(model), root / "hf-home", 60) as url:
+        yield url, str(model)
 
 
 def test_noise_is_rejected_and_the_shortfall_reported(tmp_path, transformers_serve):

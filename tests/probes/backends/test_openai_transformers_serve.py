@@ -7,13 +7,6 @@ probe and before any request of its plan, naming what the server can run; and it
 that (generation)."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
-
 import pytest
 
 from factprobe.core.errors import UserError
@@ -24,7 +17,8 @@ from factprobe.probes.backends.openai_options import OpenAIConfig
 from factprobe.probes.engine.runner import EvalConfig, run_eval
 from factprobe.probes.plan import Plan, Stage
 from factprobe.probes.requests import GenerateRequest, ScoreRequest
-from tests.builders.templates.test_llm_serve import _free_port, make_tiny_model
+from tests.builders.templates.test_llm_serve import make_tiny_model
+from tests.serving import transformers_serving
 
 pytestmark = pytest.mark.slow
 
@@ -33,36 +27,13 @@ NAME = "factprobe/tiny-llama"
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    exe = Path(sys.executable).with_name("transformers")
-    if not exe.exists():
-        pytest.fail("the 'transformers' command is missing: pip install 'transformers[serving]'")
     root = tmp_path_factory.mktemp("serve-cache")
     repo = root / "hf-home" / "hub" / ("models--" + NAME.replace("/", "--"))
     make_tiny_model(repo / "snapshots" / ("0" * 40))
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text("0" * 40)
-    port = _free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "HF_HOME": str(root / "hf-home"), "TOKENIZERS_PARALLELISM": "false"}
-    proc = subprocess.Popen([str(exe), "serve", NAME, "--host", "127.0.0.1", "--port",
-                             str(port), "--device", "cpu"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 90
-    while True:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1).read()
-            break
-        except OSError:
-            if proc.poll() is not None or time.time() > deadline:
-                proc.kill()
-                pytest.fail(f"transformers serve did not start: {proc.stderr.read()[-2000:]}")
-            time.sleep(0.3)
-    yield f"http://127.0.0.1:{port}/v1"
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    with transformers_serving(NAME, root / "hf-home", 90) as url:
+        yield url
 
 
 def test_a_scoring_method_is_refused_before_any_of_its_requests(served, tmp_path,
