@@ -45,7 +45,8 @@ def register(subparsers, common) -> None:
     for flag, attr in (("--layers", "layers"), ("--width", "width"), ("--heads", "heads"),
                        ("--vocab-size", "vocab_size"), ("--batch-size", "batch_size"),
                        ("--block", "block"), ("--list-size", "list_size"),
-                       ("--check-facts", "check_facts"), ("--warmup-steps", "warmup_steps")):
+                       ("--check-facts", "check_facts"), ("--warmup-steps", "warmup_steps"),
+                       ("--micro-batches", "micro_batches")):
         p.add_argument(flag, dest=attr, type=positive, default=getattr(d, attr),
                        help=f"default {getattr(d, attr)}")
     p.add_argument("--lists-per-relation", type=count, default=d.lists_per_relation,
@@ -68,7 +69,7 @@ def register(subparsers, common) -> None:
                    help="train a masked LM (for BELIEF) instead of a causal one")
     from factprobe.cli.threads import add_threads_flag
     from factprobe.cli.threads import PLANT_HELP
-    add_threads_flag(p, "planted.json", PLANT_HELP, auto=False)
+    add_threads_flag(p, "planted.json", PLANT_HELP)
     p.set_defaults(run=_run_plant)
 
 
@@ -77,14 +78,17 @@ def _run_plant(args) -> str:
 
     from factprobe.probes.planting.plant import PlantConfig, plant
     from factprobe.cli.threads import apply_threads
+    from factprobe.core.cpus import choose_threads
     fields = PlantConfig.__dataclass_fields__
     cfg = PlantConfig(**{k: getattr(args, k) for k in fields
                          if k not in ("progress", "threads") and hasattr(args, k)},
                       progress=not args.quiet)
-    # One thread unless asked: a second one changes the trained weights' bits (the gradient
-    # sums split differently), so a count chosen from the machine's load would make the same
-    # command plant different bytes on a busy and a quiet machine (docs/benchmarks.md).
-    cfg = replace(cfg, threads=apply_threads(args.threads, work_cap=1)["threads"])
+    # Torch itself runs on one thread: a second one splits its sums otherwise and plants other
+    # bits. The cores are used through the micro-batches instead, one Python thread each
+    # (causal.Gradients), which changes no bit: so their count may follow the machine's load.
+    apply_threads(1)
+    workers = choose_threads(args.threads or "auto", work_cap=cfg.micro_batches).threads
+    cfg = replace(cfg, threads=min(workers, cfg.micro_batches))
     if args.quiet:
         _silence_libraries()
     return f"wrote {plant(cfg)}"

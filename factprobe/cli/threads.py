@@ -5,8 +5,8 @@ A thread count can change a result's last bits: training visibly (three AdamW st
 planted shape on 1 and 2 threads give different weights), inference at times (a run resumed on
 another count wrote other outputs.parquet bytes). So ``eval`` takes ``OMP_NUM_THREADS`` or the
 cores it may use, never the load, unless ``--threads auto`` asks it to follow the load (faster
-on a busy machine, same numbers to about 1e-7 but not the same bytes); ``plant`` takes one
-thread unless told."""
+on a busy machine, same numbers to about 1e-7 but not the same bytes); ``plant`` keeps torch
+on one thread and spreads its micro-batches over the free cores, which changes no bit."""
 from __future__ import annotations
 
 import argparse
@@ -20,9 +20,11 @@ HELP = ("torch threads: a count, or 'auto' for the cores this process may use th
         "in {where}")
 
 
-PLANT_HELP = ("torch threads (default 1: the trained bytes then depend on the inputs alone; "
-              "a second thread changes them, so a count taken from the machine's load would "
-              "plant different bytes on a busy and a quiet machine); recorded in planted.json")
+PLANT_HELP = ("threads to run each step's micro-batches on, one each (see --micro-batches): a "
+              "count, or 'auto' (default) for the cores this process may use that no other "
+              "process keeps busy, at most --micro-batches. Changes no trained bit: torch "
+              "itself runs on one thread, and the bytes depend on --micro-batches alone; "
+              "recorded in planted.json")
 
 
 def count_or_auto(text: str):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 
 import pandas as pd
 
@@ -28,26 +29,106 @@ def lr_factor(step: int, progress: float, warmup: int, decay_share: float) -> fl
     return rise * max(0.05, (1 - progress) / decay_share)
 
 
-def expected_time(model, batches: list, checks_acc, cap: int) -> str:
-    """The line ``plant`` prints before training: one optimiser step and one accuracy check
-    timed (nothing is updated), times the steps of an epoch and the cap."""
+def expected_time(step, steps: list, checks_acc, cap: int) -> str:
+    """The line ``plant`` prints before training: one optimiser step's gradients and one
+    accuracy check timed (nothing is updated), times the steps of an epoch and the cap."""
     import time
     start = time.perf_counter()
-    batches[0]().backward()
-    model.zero_grad(set_to_none=True)
-    step = time.perf_counter() - start
+    step(steps[0])
+    seconds = time.perf_counter() - start
+    for p in step.params:
+        p.grad = None
     start = time.perf_counter()
     checks_acc()
     check = time.perf_counter() - start
-    epoch = step * len(batches) + check
-    return (f"factprobe plant: {len(batches)} steps an epoch, about {epoch:.0f} s each here; "
+    epoch = seconds * len(steps) + check
+    return (f"factprobe plant: {len(steps)} steps an epoch on {step.workers} thread"
+            f"{'s' if step.workers > 1 else ''}, about {epoch:.0f} s each here; "
             f"at most {cap} epochs (about {epoch * cap / 60:.0f} min), fewer once the planted "
             f"facts are learned")
 
 
+def parts(n: int, k: int) -> list[slice]:
+    """``k`` contiguous, near-equal, non-empty slices of ``range(n)`` (fewer when n < k): the
+    micro-batches of a batch of ``n`` rows.
+
+    >>> parts(4, 2), parts(3, 2), parts(1, 2)
+    ([slice(0, 2, None), slice(2, 4, None)], [slice(0, 2, None), slice(2, 3, None)], [slice(0, 1, None)])
+    """
+    k = max(1, min(k, n))
+    cuts = [round(i * n / k) for i in range(k + 1)]
+    return [slice(a, b) for a, b in zip(cuts, cuts[1:])]
+
+
+class Gradients:
+    """A batch's gradient as the sum of its micro-batches' (``cfg.micro_batches``), each
+    computed on its own graph with one torch thread, on up to ``workers`` Python threads.
+
+    Why not torch's own threads: a parallel op splits its sums by the thread count, so two
+    threads train other bits than one, and every op waits at a barrier for its slowest thread,
+    which on a machine where another process holds a core is the one not running (143 s for
+    what took 15 s). Here a micro-batch's arithmetic is a one-thread run whatever ran it, and
+    the parts are added in their order, so the trained bytes depend on ``micro_batches`` (a
+    parameter) and never on the threads or the load; a busy core costs only its share. Torch
+    releases the GIL inside its ops, so the threads do run side by side (docs/planting.md,
+    measured)."""
+
+    def __init__(self, model, workers: int):
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.workers = max(1, workers)
+        self.pool = None
+        if self.workers > 1:
+            from concurrent.futures import ThreadPoolExecutor
+            self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="plant")
+
+    def _one(self, loss_of):
+        import torch
+        loss = loss_of()
+        return loss.detach(), torch.autograd.grad(loss, self.params, allow_unused=True)
+
+    def __call__(self, micro: list) -> float:
+        """Sets each parameter's ``.grad`` to the batch's gradient; returns the batch loss.
+        Each callable in ``micro`` gives its micro-batch's loss already divided by the whole
+        batch's count of predicted tokens, so the parts add up to the batch's mean."""
+        done = list(self.pool.map(self._one, micro)) if self.pool and len(micro) > 1 else \
+            [self._one(f) for f in micro]
+        loss = done[0][0]
+        for other, _ in done[1:]:
+            loss = loss + other
+        for i, p in enumerate(self.params):
+            grads = [g[i] for _, g in done if g[i] is not None]
+            total = grads[0] if grads else None
+            for g in grads[1:]:
+                total = total + g
+            p.grad = total
+        return float(loss)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.pool:
+            self.pool.shutdown()
+
+
+@contextmanager
+def one_torch_thread():
+    """Torch on one intra-op thread while a model trains, the caller's count restored after:
+    the trained bits must not depend on who called (the CLI, the library, a test) or on how
+    many cores they had (Gradients says why)."""
+    import torch
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def run_epochs(model, step_batches, checks_acc, cfg, desc: str) -> dict:
-    """Train epoch by epoch: ``step_batches(epoch)`` yields loss closures' inputs (a list of
-    callables giving the loss), ``checks_acc()`` the planted-fact accuracy. Stops at
+    """Train epoch by epoch: ``step_batches(epoch)`` yields each optimiser step's micro-batches
+    (a list of callables giving their share of the step's loss, :class:`Gradients`),
+    ``checks_acc()`` the planted-fact accuracy. Stops at
     ``cfg.target_accuracy`` unless ``cfg.epochs`` fixes the count. Returns the training log."""
     import torch
     from tqdm import tqdm
@@ -62,31 +143,30 @@ def run_epochs(model, step_batches, checks_acc, cfg, desc: str) -> dict:
     step = 0
     losses, accuracy, epochs_run = [], [], 0
     model.train()
-    if cfg.progress:
-        print(expected_time(model, list(step_batches(0)), checks_acc, cap), file=sys.stderr)
-    with tqdm(desc=desc, unit="epoch", total=cap, disable=not cfg.progress) as bar:
-        for epoch in range(cap):
-            epoch_losses = []
-            batches = list(step_batches(epoch))
-            for i, loss_of in enumerate(batches):
-                factor = lr_factor(step, (epoch + i / len(batches)) / cfg.schedule_epochs,
-                                   cfg.warmup_steps, cfg.decay_share)
-                for group in opt.param_groups:
-                    group["lr"] = cfg.lr * factor
-                loss = loss_of()
-                opt.zero_grad()
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                opt.step()
-                step += 1
-                epoch_losses.append(float(loss.detach()))
-            losses.append(sum(epoch_losses) / max(1, len(epoch_losses)))
-            accuracy.append(round(checks_acc(), 4))
-            epochs_run = epoch + 1
-            bar.update(1)
-            bar.set_postfix(loss=f"{losses[-1]:.3f}", planted_acc=f"{accuracy[-1]:.3f}")
-            if not fixed and accuracy[-1] >= cfg.target_accuracy:
-                break
+    with one_torch_thread(), Gradients(model, cfg.threads or 1) as grads:
+        if cfg.progress:
+            print(expected_time(grads, list(step_batches(0)), checks_acc, cap), file=sys.stderr)
+        with tqdm(desc=desc, unit="epoch", total=cap, disable=not cfg.progress) as bar:
+            for epoch in range(cap):
+                epoch_losses = []
+                batches = list(step_batches(epoch))
+                for i, micro in enumerate(batches):
+                    factor = lr_factor(step, (epoch + i / len(batches)) / cfg.schedule_epochs,
+                                       cfg.warmup_steps, cfg.decay_share)
+                    for group in opt.param_groups:
+                        group["lr"] = cfg.lr * factor
+                    epoch_losses.append(grads(micro))
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                    opt.step()
+                    opt.zero_grad()
+                    step += 1
+                losses.append(sum(epoch_losses) / max(1, len(epoch_losses)))
+                accuracy.append(round(checks_acc(), 4))
+                epochs_run = epoch + 1
+                bar.update(1)
+                bar.set_postfix(loss=f"{losses[-1]:.3f}", planted_acc=f"{accuracy[-1]:.3f}")
+                if not fixed and accuracy[-1] >= cfg.target_accuracy:
+                    break
     model.eval()
     converged = bool(accuracy and accuracy[-1] >= cfg.target_accuracy)
     if not converged and not fixed:  # --epochs N asked for exactly N: planted.json says it
@@ -136,7 +216,12 @@ def train_causal(facts: pd.DataFrame, cur, forms: dict, cfg):
         perm = torch.randperm(len(data), generator=torch.Generator().manual_seed(epoch))
         for i in range(0, len(data), cfg.batch_size):
             batch = data[perm[i:i + cfg.batch_size]]
-            yield lambda batch=batch: model(input_ids=batch, labels=batch).loss
+            # every block predicts block - 1 tokens: the step's loss is their sum over the
+            # batch divided by their count, shared out between its micro-batches
+            count = torch.tensor(len(batch) * (cfg.block - 1))
+            yield [lambda part=batch[cut]: model(input_ids=part, labels=part,
+                                                 num_items_in_batch=count).loss
+                   for cut in parts(len(batch), cfg.micro_batches)]
 
     # the checks never change: tokenised and padded once, not every epoch
     checks = causal_batches(

