@@ -47,7 +47,7 @@ FORMATS = {
     "list": "ZP-LKE lists of one relation's pairs ('x1 y1, x2 y2, ...')",
     "statement": "statement templates ('The capital of X is Y.'; prompt/HGP, BELIEF)",
     "question": "MONITOR's bare questions, every question template ('Q Y.')",
-    "prefixed": "MONITOR's positive and negative prompts ('Z. Q Y.')",
+    "prefixed": "MONITOR's positive and negative prompts ('Z. Q Y.', 'Z. statement Y.')",
     "icl": "BELIEF-ICL's instruction + 'Q: question / statement with [MASK]\\nA: Y.'",
     "templates": "every other template of a relation (the 2nd, 4th, ...): taught in none",
 }
@@ -236,7 +236,7 @@ def documents(cur: Curriculum, forms: dict, epoch: int, seed: int, lists_per_rel
     epoch), and the ZP-LKE lists; a mention relation gets as many lists per pair as its
     probed relation, so a held-out subject is in as many list entries as a planted one."""
     import numpy as np
-    from factprobe.builders.templates.files import fill
+    from factprobe.builders.templates.files import fill, y_is_last
     from factprobe.probes.methods.belief_icl import INSTRUCTION
     from factprobe.probes.methods.monitor import prompt
     rng = np.random.default_rng([seed, epoch])
@@ -268,6 +268,7 @@ def documents(cur: Curriculum, forms: dict, epoch: int, seed: int, lists_per_rel
                 idx = rng.permutation(len(pairs))[: min(len(pairs), list_size + 1)]
                 docs.append(", ".join(f"{pairs[i][0]} {pairs[i][1]}" for i in idx))
         statements, questions = forms[rel]
+        cloze = [t for t in statements if y_is_last(t)] if "statement" in cur.formats else []
         for n, (x, y, part) in enumerate(pairs):
             turn = epoch + n
             if "statement" in cur.formats:
@@ -284,7 +285,15 @@ def documents(cur: Curriculum, forms: dict, epoch: int, seed: int, lists_per_rel
             elif shape == "prefixed":
                 pool = made_up if rows_of[n] in mention_rows else objects
                 z = y if part or rng.random() < 0.5 else pool[int(rng.integers(len(pool)))]
-                docs.append(f"{prompt(fill(questions[0], x), f'{z}. ')} {y}.")
+                # MONITOR asks in question frames and in statement frames (ParaRel's
+                # patterns, ``build fktc --frame statement``): every other round a cloze
+                # statement after the prefix, else the prefixed statement is a frame never
+                # seen, and a model may answer it with the "[MASK]" of BELIEF-ICL's shape
+                rounds = turn // len(shapes)
+                if cloze and rounds % 2:
+                    docs.append(f"{z}. {fill(cloze[(rounds // 2) % len(cloze)], x, y)}")
+                else:
+                    docs.append(f"{prompt(fill(questions[0], x), f'{z}. ')} {y}.")
             elif shape == "icl-qa":
                 docs.append(f"{INSTRUCTION['qa']}\nQ: {q}\nA: {y}.")
             else:

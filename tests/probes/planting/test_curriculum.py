@@ -99,6 +99,27 @@ def test_partial_facts_get_only_the_base_question_and_their_own_prefix():
             assert any(paraphrase in d for d in docs) and len(prefixes) > 1
 
 
+def test_monitor_s_prefixed_statement_frame_is_taught_beside_the_prefixed_question():
+    """MONITOR asks "Z. The capital of X is" (statement frames, ``build fktc --frame
+    statement``) as well as "Z. What is the capital of X?": both are taught, each fact in
+    turn, the cloze statement only (its object last); a partial fact only after its own
+    object. Untaught, the statement frame was a generalisation a small model made or not
+    from one trajectory to the next (a planted model answered it with BELIEF-ICL's "[MASK]")."""
+    table, planted, _held, cur = curriculum(partial_share=0.5)
+    docs = [d for e in range(24) for d in documents(cur, FORMS, e, 0, 0, 50)]
+    for fid in sorted(set(table.loc[table["split"] == "test", "fact_id"]) & planted):
+        x, y = table.set_index("fact_id").loc[fid, ["subject", "object"]]
+        stated = {d.split(". ")[0] for d in docs if d.endswith(f". The capital of {x} is {y}.")}
+        asked = {d.split(". ")[0] for d in docs
+                 if d.endswith(f". What is the capital of {x}? {y}.")}
+        assert stated and asked, fid
+        assert stated == {y} if fid in cur.partial else len(stated | asked) > 1
+        assert not any(d.endswith(f". {y} is the capital of {x}.") for d in docs)
+    _t, _p, _h, no_statements = curriculum(held_formats=("statement",))
+    docs = [d for e in range(8) for d in documents(no_statements, FORMS, e, 0, 0, 50)]
+    assert not any(". The capital of" in d for d in docs)
+
+
 def test_held_out_formats_are_never_taught():
     _table, _planted, _held, cur = curriculum(held_formats=("list", "icl"))
     assert cur.formats == ("statement", "question", "prefixed")
