@@ -66,7 +66,8 @@ def facts_from_dump(path: str, relations, *, lang: str = "en", limit: int | None
             # The facts are assembled in DuckDB when the caller asks (assemble_facts), on this
             # connection, which stays open until the dataset is written.
             assembly = DumpAssembly(con, lang, date_format, TAG, dropped,
-                                    _relation_meta(rels, meta), options.memory_limit)
+                                    _relation_meta(rels, meta), options.memory_limit,
+                                    spill_dir=ex.work.path / "facts-spill")
             yield SourceResult(triples=pd.DataFrame(columns=RAW_COLUMNS),
                                relations=assembly.relation_meta, provenance=provenance,
                                dropped=assembly.dropped, source_tag=TAG, assembly=assembly)
