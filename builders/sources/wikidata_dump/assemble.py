@@ -192,12 +192,24 @@ class DumpAssembly:
                 dropped[f"rows_without_{side}_label"] = dropped.get(
                     f"rows_without_{side}_label", 0) + rows
                 dropped[f"{side}s_without_label"] = dropped.get(f"{side}s_without_label", 0) + ids
+        # One row per stripped triple, the first in the join's order. A window over every row
+        # (PARTITION BY the triple) held them all in memory and failed under a 128 MB limit
+        # at 100k dense entities; duplicates are rare, so only their rows go through one, and
+        # the rest is an anti-join on a grouped table, which both spill to the work folder.
         con.execute(
-            "CREATE OR REPLACE TEMP TABLE kept AS SELECT r, s, o, subj, obj, otype FROM (SELECT "
-            "pystrip(r0) AS r, pystrip(s0) AS s, pystrip(o0) AS o, pystrip(subj) AS subj, "
-            "pystrip(obj) AS obj, otype, row_number() OVER (PARTITION BY pystrip(r0), "
-            "pystrip(s0), pystrip(o0) ORDER BY r0, s0, k0, id0, d0 NULLS FIRST, l0 NULLS FIRST) "
-            f"AS k FROM fr WHERE NOT {ms} AND NOT {mo}) WHERE k = 1")
+            "CREATE OR REPLACE TEMP TABLE lr AS SELECT pystrip(r0) AS r, pystrip(s0) AS s, "
+            "pystrip(o0) AS o, pystrip(subj) AS subj, pystrip(obj) AS obj, otype, r0, s0, k0, "
+            f"id0, d0, l0 FROM fr WHERE NOT {ms} AND NOT {mo}")
+        con.execute("CREATE OR REPLACE TEMP TABLE dup AS SELECT r, s, o FROM lr "
+                    "GROUP BY r, s, o HAVING count(*) > 1")
+        same = " AND ".join(f"lr.{c} IS NOT DISTINCT FROM dup.{c}" for c in "rso")
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE kept AS SELECT r, s, o, subj, obj, otype FROM lr "
+            f"ANTI JOIN dup ON {same} UNION ALL SELECT r, s, o, subj, obj, otype FROM (SELECT "
+            "lr.*, row_number() OVER (PARTITION BY lr.r, lr.s, lr.o ORDER BY r0, s0, k0, id0, "
+            f"d0 NULLS FIRST, l0 NULLS FIRST) AS k FROM lr SEMI JOIN dup ON {same}) WHERE k = 1")
+        con.execute("DROP TABLE lr")
+        con.execute("DROP TABLE dup")
         # What DuckDB frees, it reuses for the next steps: the peak is that of one step, not
         # of all the tables at once.
         con.execute("DROP VIEW fr")
