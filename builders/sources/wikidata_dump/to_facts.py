@@ -42,7 +42,8 @@ def facts_from_dump(path: str, relations, *, lang: str = "en", limit: int | None
     wanted = property_ids(relations) if relations else None
     dump = detect(path)
     spec = ExtractSpec(dump.syntax, lang, wanted, (), skip_bad)
-    with extracted(dump, spec, options, progress) as ex:
+    with join.memory_errors(options.memory_limit), extracted(dump, spec, options,
+                                                             progress) as ex:
         con = join.connect(ex.work.path, cores(),
                            options.memory_limit or join.default_memory_limit())
         try:
