@@ -64,6 +64,9 @@ class SpilledGroups:
     def __init__(self, folder: Path, schema: pa.Schema, group_rows: int):
         self.folder, self.schema, self.group_rows = Path(folder), schema, group_rows
         self.folder.mkdir(parents=True, exist_ok=True)
+        # what a killed build left: the folder is inside the build's own work folder
+        for stale in (*self.folder.glob("rows-*.arrow"), *self.folder.glob("col*-*.arrow")):
+            stale.unlink()
         self.rows = 0
         self._n = 0
         self._writer = None
@@ -132,10 +135,12 @@ class SpilledGroups:
         self._mapped = []
 
     def close(self) -> None:
+        """Remove every file of this spill (rows not taken included)."""
         self.close_group()
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+            self._spill.unlink(missing_ok=True)
 
 
 class PageDroppingFile(io.FileIO):

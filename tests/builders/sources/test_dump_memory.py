@@ -152,3 +152,16 @@ def test_memory_limit_on_the_command_line(dense, tmp_path, limit, says):
     assert len(lines) == 1 and says in lines[0] and "--memory-limit" in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_killed_builds_spill_files_are_cleared_and_nothing_else(tmp_path):
+    folder = tmp_path / "spill"
+    folder.mkdir()
+    for name in ("rows-3.arrow", "col2-9.arrow", "notes.txt", "rows.arrow"):
+        (folder / name).write_text("x")
+    spill = SpilledGroups(folder, FACTS_SCHEMA, 64)
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt", "rows.arrow"]
+    spill.add(_facts(100))
+    assert spill.take().num_rows == 64
+    spill.close()      # the 36 rows not taken go too
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt", "rows.arrow"]
