@@ -4,13 +4,13 @@ without labels, strip, de-duplicate, pick each entity's aliases -- on the join's
 its memory held to :data:`ASSEMBLY_MEMORY` (it spills to the work folder beyond), and hands the
 rows back in order, a batch at a time. Python hashes the fact ids, gathers the answers of
 whole (relation, subject) pairs and looks the aliases up, a batch at a time, and
-``facts.parquet`` is written a row group (1Mi rows) at a time.
+``facts.parquet`` is written a row group (1Mi rows) at a time. ``build facts`` (the streamed
+write) holds that row group on disk, not in memory (:mod:`.spill`), and DuckDB's last step,
+the sort, gets :data:`SORT_MEMORY`.
 
 The result is the very file the in-memory assembly writes (tests/builders/sources/
-test_dump_assembly.py compares the bytes). What still grows with the facts, up to one row
-group, is the Arrow table of that row group: pyarrow's writer takes a row group in one call,
-and a smaller row group would change the bytes (docs/benchmarks.md, "Dense dumps"); and the
-alias lists, one per entity of the facts that has aliases.
+test_dump_assembly.py compares the bytes). What still grows with the facts is the alias
+lists, one per entity of the facts that has aliases, looked up in memory.
 
 Equal rules, equal bytes:
 
