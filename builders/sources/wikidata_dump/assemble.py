@@ -42,8 +42,8 @@ WHITESPACE = "".join(c for c in map(chr, range(0x110000)) if c.isspace())
 BATCH_ROWS = 1 << 16
 # DuckDB's memory while it assembles, unless --memory-limit says otherwise: its sorts, windows
 # and tables spill to the work folder beyond it, so that its share does not grow
-# with the facts (at 100k dense entities the build's peak in these steps is 396 MB, 451 MB
-# with DuckDB's default limit).
+# with the facts (at 100k dense entities the assembly alone peaks at 324 MB in these steps;
+# docs/benchmarks.md, "Flat memory").
 ASSEMBLY_MEMORY = "256MB"
 # DuckDB's memory for the last step, the facts' sort, which spills to disk in runs: unlike
 # the steps before it (windows, distinct counts) it works in any memory.
@@ -251,7 +251,7 @@ class DumpAssembly:
             return padded.take(pos)
 
         # The sort spills to the work folder: held to SORT_MEMORY, its share no longer grows
-        # with the facts (at 100k dense entities 75 MB more with the assembly's 256 MB).
+        # with the facts (at 100k dense entities it added 75 MB under 128 MB, 10 MB under 64).
         self.con.execute(f"SET memory_limit = {_quote(self.sort_memory)}")
         reader = self.con.sql("SELECT r, s, o, subj, obj FROM kept ORDER BY r, s, o"
                               ).to_arrow_reader(BATCH_ROWS)
