@@ -30,6 +30,9 @@ def test_bench_dump_dense_mode(tmp_path):
     assert set(summary["facts_per_s"]) == {"300", "600"}
     assert all(v > 0 for v in summary["build_cpu_mb_per_s"].values())
     assert summary["facts_per_entity"]["600"] >= 3
+    # the acceptance's figure: the build process's own peak, 600 entities against 300
+    by_size = {r["entities"]: r["max_process_rss_mb"] for r in sizes}
+    assert summary["process_memory_ratio"] == round(by_size[600] / by_size[300], 3)
     assert (tmp_path / "dense-600.json.bz2").is_file()
 
 

@@ -4,13 +4,13 @@ without labels, strip, de-duplicate, pick each entity's aliases -- on the join's
 its memory held to :data:`ASSEMBLY_MEMORY` (it spills to the work folder beyond), and hands the
 rows back in order, a batch at a time. Python hashes the fact ids, gathers the answers of
 whole (relation, subject) pairs and looks the aliases up, a batch at a time, and
-``facts.parquet`` is written a row group (1Mi rows) at a time.
+``facts.parquet`` is written a row group (1Mi rows) at a time. ``build facts`` (the streamed
+write) holds that row group on disk, not in memory (:mod:`.spill`), and DuckDB's last step,
+the sort, gets :data:`SORT_MEMORY`.
 
 The result is the very file the in-memory assembly writes (tests/builders/sources/
-test_dump_assembly.py compares the bytes). What still grows with the facts, up to one row
-group, is the Arrow table of that row group: pyarrow's writer takes a row group in one call,
-and a smaller row group would change the bytes (docs/benchmarks.md, "Dense dumps"); and the
-alias lists, one per entity of the facts that has aliases.
+test_dump_assembly.py compares the bytes). What still grows with the facts is the alias
+lists, one per entity of the facts that has aliases, looked up in memory.
 
 Equal rules, equal bytes:
 
@@ -34,15 +34,20 @@ from factprobe.core.tables import FACTS_SCHEMA, ROW_GROUP_ROWS, write_parquet_gr
 from factprobe.builders.datasets.facts import fact_ids, relations_table
 from factprobe.builders.sources.graph import literal_label
 from factprobe.builders.sources.iris import XSD, compact
+from factprobe.builders.sources.wikidata_dump.spill import (PageDroppingFile, SpilledGroups,
+                                                           row_groups_from_disk)
 
 # What Python's str.strip() strips (and so pandas' and Arrow's): 29 characters.
 WHITESPACE = "".join(c for c in map(chr, range(0x110000)) if c.isspace())
 BATCH_ROWS = 1 << 16
 # DuckDB's memory while it assembles, unless --memory-limit says otherwise: its sorts, windows
 # and tables spill to the work folder beyond it, so that its share does not grow
-# with the facts (at 100k dense entities the build's peak in these steps is 396 MB, 451 MB
-# with DuckDB's default limit).
+# with the facts (at 100k dense entities the assembly alone peaks at 324 MB in these steps;
+# docs/benchmarks.md, "Flat memory").
 ASSEMBLY_MEMORY = "256MB"
+# DuckDB's memory for the last step, the facts' sort, which spills to disk in runs: unlike
+# the steps before it (windows, distinct counts) it works in any memory.
+SORT_MEMORY = "64MB"
 _STR_LIST = pa.list_(pa.string())
 
 
@@ -107,9 +112,12 @@ class DumpAssembly:
     the caller until the dataset is written)."""
 
     def __init__(self, con, lang: str, date_format: str, source_tag: str, dropped: dict,
-                 relation_meta: pd.DataFrame, memory_limit: str | None = None):
+                 relation_meta: pd.DataFrame, memory_limit: str | None = None,
+                 spill_dir: Path | None = None):
         self.con, self.lang, self.date_format = con, lang, date_format
+        self.spill_dir = spill_dir  # where the streamed writer holds its row groups
         self.memory_limit = memory_limit or ASSEMBLY_MEMORY
+        self.sort_memory = memory_limit or SORT_MEMORY
         self.source_tag, self.dropped = source_tag, dict(dropped)
         self.relation_meta = relation_meta
         con.execute(_py_strip_macro())
@@ -184,12 +192,24 @@ class DumpAssembly:
                 dropped[f"rows_without_{side}_label"] = dropped.get(
                     f"rows_without_{side}_label", 0) + rows
                 dropped[f"{side}s_without_label"] = dropped.get(f"{side}s_without_label", 0) + ids
+        # One row per stripped triple, the first in the join's order. A window over every row
+        # (PARTITION BY the triple) held them all in memory and failed under a 128 MB limit
+        # at 100k dense entities; duplicates are rare, so only their rows go through one, and
+        # the rest is an anti-join on a grouped table, which both spill to the work folder.
         con.execute(
-            "CREATE OR REPLACE TEMP TABLE kept AS SELECT r, s, o, subj, obj, otype FROM (SELECT "
-            "pystrip(r0) AS r, pystrip(s0) AS s, pystrip(o0) AS o, pystrip(subj) AS subj, "
-            "pystrip(obj) AS obj, otype, row_number() OVER (PARTITION BY pystrip(r0), "
-            "pystrip(s0), pystrip(o0) ORDER BY r0, s0, k0, id0, d0 NULLS FIRST, l0 NULLS FIRST) "
-            f"AS k FROM fr WHERE NOT {ms} AND NOT {mo}) WHERE k = 1")
+            "CREATE OR REPLACE TEMP TABLE lr AS SELECT pystrip(r0) AS r, pystrip(s0) AS s, "
+            "pystrip(o0) AS o, pystrip(subj) AS subj, pystrip(obj) AS obj, otype, r0, s0, k0, "
+            f"id0, d0, l0 FROM fr WHERE NOT {ms} AND NOT {mo}")
+        con.execute("CREATE OR REPLACE TEMP TABLE dup AS SELECT r, s, o FROM lr "
+                    "GROUP BY r, s, o HAVING count(*) > 1")
+        same = " AND ".join(f"lr.{c} IS NOT DISTINCT FROM dup.{c}" for c in "rso")
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE kept AS SELECT r, s, o, subj, obj, otype FROM lr "
+            f"ANTI JOIN dup ON {same} UNION ALL SELECT r, s, o, subj, obj, otype FROM (SELECT "
+            "lr.*, row_number() OVER (PARTITION BY lr.r, lr.s, lr.o ORDER BY r0, s0, k0, id0, "
+            f"d0 NULLS FIRST, l0 NULLS FIRST) AS k FROM lr SEMI JOIN dup ON {same}) WHERE k = 1")
+        con.execute("DROP TABLE lr")
+        con.execute("DROP TABLE dup")
         # What DuckDB frees, it reuses for the next steps: the peak is that of one step, not
         # of all the tables at once.
         con.execute("DROP VIEW fr")
@@ -215,12 +235,12 @@ class DumpAssembly:
         con.execute("DROP TABLE lof")
         con.execute("DROP TABLE nm")
 
-    def _row_groups(self, total: int, pairs_total: int) -> Iterator[pa.Table]:
-        """The facts in order, :data:`ROW_GROUP_ROWS` rows at a time (the Parquet writer's row
-        groups; each column one array, as the in-memory path's). DuckDB sorts only the five
-        text columns (lists in its sort cost three times their memory); each entity's aliases
-        are looked up in Arrow, and answers are gathered per batch of whole pairs (the rows of
-        a batch's last pair wait for the next batch)."""
+    def _batches(self, total: int, pairs_total: int) -> Iterator[pa.Table]:
+        """The facts in order, a batch of whole (relation, subject) pairs at a time, every
+        column of :data:`FACTS_SCHEMA`. DuckDB sorts only the five text columns (lists in its
+        sort cost three times their memory); each entity's aliases are looked up in Arrow, and
+        answers are gathered per batch of whole pairs (the rows of a batch's last pair wait
+        for the next batch)."""
         al = self.con.sql("SELECT e, aliases FROM al").to_arrow_table()
         alias_ids = _flat(al["e"], pa.string())
         padded = pa.concat_arrays([_flat(al["aliases"], _STR_LIST), pa.array([[]], _STR_LIST)])
@@ -230,43 +250,28 @@ class DumpAssembly:
             pos = pc.fill_null(pc.index_in(ids, value_set=alias_ids), len(padded) - 1)
             return padded.take(pos)
 
+        # The sort spills to the work folder: held to SORT_MEMORY, its share no longer grows
+        # with the facts (at 100k dense entities it added 75 MB under 128 MB, 10 MB under 64).
+        self.con.execute(f"SET memory_limit = {_quote(self.sort_memory)}")
         reader = self.con.sql("SELECT r, s, o, subj, obj FROM kept ORDER BY r, s, o"
                               ).to_arrow_reader(BATCH_ROWS)
         names = ["relation_id", "subject_id", "object_id", "subject", "object"]
-        parts: dict[str, list[pa.Array]] = {name: [] for name in FACTS_SCHEMA.names[:9]}
         pairs = rows_out = 0
 
-        def emit(rows: pa.Table) -> None:
-            nonlocal pairs
+        def emit(rows: pa.Table) -> pa.Table:
+            nonlocal pairs, rows_out
             cols = dict(zip(names, (_flat(rows.column(i), pa.string()) for i in range(5))))
             n, answers = _answers(cols["relation_id"], cols["subject_id"], cols["object"])
             pairs += n
+            rows_out += len(cols["relation_id"])
             cols["fact_id"] = fact_ids(*(cols[k] for k in names[:3]))
             cols["subject_aliases"] = aliases_of(cols["subject_id"])
             cols["object_aliases"] = aliases_of(cols["object_id"])
             cols["answers"] = answers
-            for name in parts:
-                parts[name].append(cols[name])
-            _release()
-
-        def group(last: bool) -> Iterator[pa.Table]:
-            """Whole row groups of what ``parts`` holds (and the rest when ``last``)."""
-            nonlocal rows_out
-            while parts["fact_id"] and (
-                    last or sum(map(len, parts["fact_id"])) >= ROW_GROUP_ROWS):
-                cols = {}
-                for name in parts:  # one column at a time, so only one is held twice
-                    whole = pa.concat_arrays(parts[name])
-                    cols[name] = whole.slice(0, ROW_GROUP_ROWS)
-                    rest = whole.slice(ROW_GROUP_ROWS)
-                    parts[name] = [rest] if len(rest) else []
-                    del whole
-                    _release()
-                n = len(cols["fact_id"])
-                rows_out += n
-                cols["split"] = pa.array([""] * n, pa.string())
-                cols["source"] = pa.array([self.source_tag] * n, pa.string())
-                yield pa.table({f.name: cols[f.name] for f in FACTS_SCHEMA}, schema=FACTS_SCHEMA)
+            rows_n = len(cols["fact_id"])
+            cols["split"] = pa.array([""] * rows_n, pa.string())
+            cols["source"] = pa.array([self.source_tag] * rows_n, pa.string())
+            return pa.table({f.name: cols[f.name] for f in FACTS_SCHEMA}, schema=FACTS_SCHEMA)
 
         held = None
         for batch in reader:
@@ -279,15 +284,46 @@ class DumpAssembly:
             cut = rows.num_rows - pc.sum(last).as_py()
             held = rows.slice(cut)
             if cut:
-                emit(rows.slice(0, cut))
-                yield from group(last=False)
+                yield emit(rows.slice(0, cut))
+                _release()
         if held is not None and held.num_rows:
-            emit(held)
-        yield from group(last=True)
+            yield emit(held)
+            _release()
         # counted twice, by DuckDB for the manifest and here as written
         if (rows_out, pairs) != (total, pairs_total):
             raise RuntimeError(f"facts assembled {rows_out} rows in {pairs} pairs, counted "
                                f"{total} in {pairs_total}")
+
+    def _row_groups(self, total: int, pairs_total: int) -> Iterator[pa.Table]:
+        """The facts in order, :data:`ROW_GROUP_ROWS` rows at a time (the Parquet writer's row
+        groups; each column one array, as the in-memory path's), held in memory."""
+        parts: list[pa.Table] = []
+        held = 0
+        for table in self._batches(total, pairs_total):
+            parts.append(table)
+            held += table.num_rows
+            while parts and held >= ROW_GROUP_ROWS:
+                yield self._group(parts)
+                held = sum(t.num_rows for t in parts)
+        if parts:
+            yield self._group(parts)
+
+    @staticmethod
+    def _group(parts: list[pa.Table]) -> pa.Table:
+        """The first :data:`ROW_GROUP_ROWS` rows of ``parts``, one array a column; ``parts``
+        keeps the rest. One column is concatenated at a time, so only one is held twice."""
+        cols, rest = {}, {}
+        for name in FACTS_SCHEMA.names:
+            whole = pa.concat_arrays([c for t in parts for c in t.column(name).chunks])
+            cols[name] = whole.slice(0, ROW_GROUP_ROWS)
+            rest[name] = whole.slice(ROW_GROUP_ROWS)
+            for i, t in enumerate(parts):  # the parts' column is no longer needed
+                parts[i] = t.drop_columns([name])
+            del whole
+            _release()
+        n = len(rest["fact_id"])
+        parts[:] = [pa.table(rest, schema=FACTS_SCHEMA)] if n else []
+        return pa.table(cols, schema=FACTS_SCHEMA)
 
     def _relations(self) -> tuple[pa.Table, dict[str, int]]:
         rows = self.con.execute("SELECT r, otype, count(*) FROM kept GROUP BY r, otype").fetchall()
@@ -355,5 +391,13 @@ class StreamedFacts:
         self.pairs = counts["subject_relation_pairs"]
 
     def __call__(self, path: Path) -> None:
-        write_parquet_groups(self.assembly._row_groups(self.num_rows, self.pairs),
-                             FACTS_SCHEMA, path)
+        asm = self.assembly
+        if asm.spill_dir is None:  # no work folder: the row groups are held in memory
+            write_parquet_groups(asm._row_groups(self.num_rows, self.pairs), FACTS_SCHEMA, path)
+            return
+        spill = SpilledGroups(asm.spill_dir, FACTS_SCHEMA, ROW_GROUP_ROWS)
+        # The writer gets a file object (pyarrow takes one where a path goes): each write
+        # ends a column chunk, and the mapped pages the writer has read are dropped then.
+        with PageDroppingFile(path, spill.drop_pages) as sink:
+            groups = row_groups_from_disk(asm._batches(self.num_rows, self.pairs), spill)
+            write_parquet_groups(groups, FACTS_SCHEMA, sink)

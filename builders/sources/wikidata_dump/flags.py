@@ -31,7 +31,7 @@ def add_flags(p: argparse.ArgumentParser) -> None:
                    help="auto: indexed_bzip2 / rapidgzip; or the lbzip2 / pigz program")
     g.add_argument("--memory-limit", help="DuckDB's memory for the join, e.g. 4GB (default: "
                    "half the memory, at most 8GB, and 256MB while build facts assembles the "
-                   "facts; it spills to disk beyond)")
+                   "facts, 64MB for their final sort; it spills to disk beyond)")
 
 
 def read_flags(args: argparse.Namespace) -> DumpOptions:

@@ -8,10 +8,15 @@ the bytes never depend on DuckDB's threads.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 from pathlib import Path
+from typing import Iterator
 
 import pyarrow as pa
+
+from factprobe.core.errors import UserError
 
 LABEL_KINDS = ("label", "pref", "alt")
 
@@ -23,6 +28,37 @@ def connect(work: Path, threads: int, memory_limit: str):
     return duckdb.connect(config={"threads": max(1, threads), "memory_limit": memory_limit,
                                   "temp_directory": str(tmp),
                                   "preserve_insertion_order": False})
+
+
+def check_memory_limit(limit: str | None) -> None:
+    """``--memory-limit`` as DuckDB reads it, checked before the dump is read."""
+    if limit is None:
+        return
+    import duckdb
+    try:
+        duckdb.connect(config={"memory_limit": limit}).close()
+    except duckdb.Error as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
+        raise UserError(f"--memory-limit {limit!r}: {first}; give a size such as 512MB or "
+                        f"4GB") from None
+
+
+@contextlib.contextmanager
+def memory_errors(limit: str | None) -> Iterator[None]:
+    """DuckDB running out of its memory limit, as one line. Entered outside the extraction:
+    the finished shards are kept, so the command run again with more starts at the join."""
+    try:
+        yield
+    except Exception as exc:
+        # duckdb is imported only once the shards are joined: imported here, its library
+        # would sit in memory through the read (9 MB more at the peak of a sparse build)
+        duckdb = sys.modules.get("duckdb")
+        if duckdb is None or not isinstance(exc, duckdb.OutOfMemoryException):
+            raise
+        given = f"its limit, --memory-limit {limit}" if limit else "its default limit"
+        raise UserError(f"DuckDB ran out of memory ({given}) joining the dump's shards; run the "
+                        f"command again with a larger --memory-limit (e.g. 1GB): the shards "
+                        f"read so far are reused") from None
 
 
 def default_memory_limit() -> str:

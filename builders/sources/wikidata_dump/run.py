@@ -17,6 +17,7 @@ from typing import Iterator
 
 from factprobe.core.errors import UserError
 from factprobe.core.tables import file_sha256
+from factprobe.builders.sources.wikidata_dump.join import check_memory_limit
 from factprobe.builders.sources.wikidata_dump.options import DECOMPRESSORS, EXECUTORS, DumpOptions
 from factprobe.builders.sources.wikidata_dump.rows import PieceStats
 from factprobe.builders.sources.wikidata_dump.spec import ExtractSpec
@@ -66,6 +67,7 @@ def _check(opts: DumpOptions) -> None:
     if opts.decompressor not in DECOMPRESSORS:
         raise UserError(f"--decompressor {opts.decompressor!r}: choose one of "
                         f"{', '.join(DECOMPRESSORS)}")
+    check_memory_limit(opts.memory_limit)
     if (opts.batch_bytes < 1 or opts.shard_bytes < opts.batch_bytes
             or opts.shard_bytes % opts.batch_bytes):
         raise UserError(f"the shard size ({opts.shard_bytes >> 20} MB) must be a multiple of "

@@ -21,7 +21,7 @@ def dump_aliases(path: str, ids: list[str], lang: str, options: DumpOptions = Du
     lang = checked_lang(lang)
     dump = detect(path)
     spec = ExtractSpec(dump.syntax, lang, (), (), False)
-    with extracted(dump, spec, options, progress) as ex:
+    with join.memory_errors(options.memory_limit), extracted(dump, spec, options, progress) as ex:
         con = join.connect(ex.work.path, cores(),
                            options.memory_limit or join.default_memory_limit())
         try:

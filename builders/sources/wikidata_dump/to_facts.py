@@ -42,7 +42,8 @@ def facts_from_dump(path: str, relations, *, lang: str = "en", limit: int | None
     wanted = property_ids(relations) if relations else None
     dump = detect(path)
     spec = ExtractSpec(dump.syntax, lang, wanted, (), skip_bad)
-    with extracted(dump, spec, options, progress) as ex:
+    with join.memory_errors(options.memory_limit), extracted(dump, spec, options,
+                                                             progress) as ex:
         con = join.connect(ex.work.path, cores(),
                            options.memory_limit or join.default_memory_limit())
         try:
@@ -66,7 +67,8 @@ def facts_from_dump(path: str, relations, *, lang: str = "en", limit: int | None
             # The facts are assembled in DuckDB when the caller asks (assemble_facts), on this
             # connection, which stays open until the dataset is written.
             assembly = DumpAssembly(con, lang, date_format, TAG, dropped,
-                                    _relation_meta(rels, meta), options.memory_limit)
+                                    _relation_meta(rels, meta), options.memory_limit,
+                                    spill_dir=ex.work.path / "facts-spill")
             yield SourceResult(triples=pd.DataFrame(columns=RAW_COLUMNS),
                                relations=assembly.relation_meta, provenance=provenance,
                                dropped=assembly.dropped, source_tag=TAG, assembly=assembly)

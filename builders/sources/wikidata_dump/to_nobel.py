@@ -63,7 +63,8 @@ def nobel_from_dump(path: str, cfg: NobelConfig, options: DumpOptions = DumpOpti
     spec = ExtractSpec("json", lang, tuple(dict.fromkeys(
         (ids["birth"], ids["gender"], ids["instance_of"], ids["subclass_of"]))),
         ((award, (when,)),), skip_bad)
-    with extracted(dump, spec, options, cfg.progress) as ex:
+    with join.memory_errors(options.memory_limit), extracted(dump, spec, options,
+                                                             cfg.progress) as ex:
         con = join.connect(ex.work.path, cores(),
                            options.memory_limit or join.default_memory_limit())
         try:
