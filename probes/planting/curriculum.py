@@ -285,15 +285,14 @@ def documents(cur: Curriculum, forms: dict, epoch: int, seed: int, lists_per_rel
             elif shape == "prefixed":
                 pool = made_up if rows_of[n] in mention_rows else objects
                 z = y if part or rng.random() < 0.5 else pool[int(rng.integers(len(pool)))]
-                # MONITOR asks in question frames and in statement frames (ParaRel's
-                # patterns, ``build fktc --frame statement``): every other round a cloze
-                # statement after the prefix, else the prefixed statement is a frame never
-                # seen, and a model may answer it with the "[MASK]" of BELIEF-ICL's shape
-                rounds = turn // len(shapes)
-                if cloze and rounds % 2:
-                    docs.append(f"{z}. {fill(cloze[(rounds // 2) % len(cloze)], x, y)}")
-                else:
-                    docs.append(f"{prompt(fill(questions[0], x), f'{z}. ')} {y}.")
+                docs.append(f"{prompt(fill(questions[0], x), f'{z}. ')} {y}.")
+                # MONITOR asks in statement frames too (ParaRel's patterns, ``build fktc
+                # --frame statement``): the same prefix before a cloze statement, or the
+                # prefixed statement is a frame never seen, which a small model answers or
+                # not from one trajectory to the next (with BELIEF-ICL's "[MASK]", once)
+                if cloze:
+                    rounds = turn // len(shapes)
+                    docs.append(f"{z}. {fill(cloze[rounds % len(cloze)], x, y)}")
             elif shape == "icl-qa":
                 docs.append(f"{INSTRUCTION['qa']}\nQ: {q}\nA: {y}.")
             else:
