@@ -2,8 +2,10 @@
 the checkpoints record about them."""
 from __future__ import annotations
 
+import threading
 from dataclasses import asdict
 
+from factprobe.core.lanes import Lanes
 from factprobe.probes.backends.base import Usage
 from factprobe.probes.backends.config import BackendConfig
 
@@ -24,6 +26,16 @@ class HFBackend:
         self.batch_size = max(1, config.batch_size)
         self.tokens_computed = 0     # tokens actually fed to the model
         self.tokens_full = 0         # tokens a per-sequence approach would feed
+        # the threads a group's independent units (forward passes, batches of prompts) may be
+        # spread over (the executor's); each unit's bits are those of a one-thread run
+        self.lanes = Lanes(1)
+        self._counting = threading.Lock()
+
+    def count(self, **added: int) -> None:
+        """Add to the token counters (units of one group may finish on several threads)."""
+        with self._counting:
+            for name, n in added.items():
+                setattr(self, name, getattr(self, name) + int(n))
 
     def usage(self) -> Usage:
         return Usage(self.tokens_computed, self.tokens_full)
