@@ -137,5 +137,3 @@ class _Run:
                 self.next = len(self.items)
                 while self.helpers:
                     self.cond.wait()
-        if self.error is not None:
-            raise self.error

@@ -31,6 +31,12 @@ class HFBackend:
         self.lanes = Lanes(1)
         self._counting = threading.Lock()
 
+    def shares_lanes(self) -> bool:
+        """Whether several lanes may compute with this model at once: on the CPU, and not
+        under accelerate's hooks (``--device-map``), which move weights in and out of the
+        modules around each forward pass."""
+        return str(self.device) == "cpu" and not self.config.device_map
+
     def count(self, **added: int) -> None:
         """Add to the token counters (units of one group may finish on several threads)."""
         with self._counting:

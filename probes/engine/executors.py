@@ -104,8 +104,8 @@ class LocalExecutor:
     def __init__(self, backend: Backend, lanes: int = 1):
         self.backend = backend
         # lanes are CPU threads: a model on a GPU computes one unit at a time
-        on_cpu = hasattr(backend, "lanes") and str(getattr(backend, "device", "")) == "cpu"
-        self.lanes = Lanes(lanes if on_cpu else 1)
+        shares = getattr(backend, "shares_lanes", None)
+        self.lanes = Lanes(lanes if shares is not None and shares() else 1)
         if self.lanes.workers > 1:
             backend.lanes = self.lanes
         self.capabilities = backend.capabilities
