@@ -30,12 +30,20 @@ class HFBackend:
         # spread over (the executor's); each unit's bits are those of a one-thread run
         self.lanes = Lanes(1)
         self._counting = threading.Lock()
+        self._tokenizing = threading.Lock()
 
     def shares_lanes(self) -> bool:
         """Whether several lanes may compute with this model at once: on the CPU, and not
         under accelerate's hooks (``--device-map``), which move weights in and out of the
         modules around each forward pass."""
         return str(self.device) == "cpu" and not self.config.device_map
+
+    def tokenize(self, *args, **kwargs):
+        """The tokenizer called under a lock that every copy of this backend shares: a fast
+        tokenizer keeps its padding setting in the one Rust object, and a call with
+        ``padding=True`` beside one without, on two lanes, pads the wrong call's output."""
+        with self._tokenizing:
+            return self.tok(*args, **kwargs)
 
     def count(self, **added: int) -> None:
         """Add to the token counters (units of one group may finish on several threads)."""

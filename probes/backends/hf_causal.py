@@ -97,7 +97,8 @@ class HFCausal(HFBackend):
         self.logit_rows = 0          # positions whose logits scoring computed (FLOP counts)
         self._enc_cache: dict[str, list[int]] = {}
         self._keep_arg = "logits_to_keep" in inspect.signature(model.forward).parameters
-        self._pairs = PairEncoder(tokenizer, config.add_bos, self.prefix_token_id, self.encode)
+        self._pairs = PairEncoder(tokenizer, config.add_bos, self.prefix_token_id, self.encode,
+                                  self.tokenize)
         self._kind = "cuda" if str(device).startswith("cuda") else "cpu"
         vocab = int(getattr(mc, "vocab_size", 0) or len(tokenizer))
         self._max_logit_rows = max(1, LOGIT_BYTES[self._kind] // (vocab * 4))
@@ -106,7 +107,7 @@ class HFCausal(HFBackend):
     def encode(self, text: str) -> list[int]:
         ids = self._enc_cache.get(text)
         if ids is None:
-            ids = self._pairs.bos + self.tok(text, add_special_tokens=False)["input_ids"]
+            ids = self._pairs.bos + self.tokenize(text, add_special_tokens=False)["input_ids"]
             if len(self._enc_cache) < 200_000:
                 self._enc_cache[text] = ids
         return list(ids)

@@ -128,3 +128,48 @@ def test_eval_writes_the_same_bytes_on_one_lane_and_on_two(ws, method):
         assert run["tokens"] == json.loads((first / "run.json").read_text())["tokens"]
         assert run["threads"]["threads"] == int(runs[name][1]) and \
             run["threads"]["per_lane"] == 1
+
+
+def _hammer(call, rounds: int = 400) -> list[str]:
+    """Two threads calling the tokenizer at once, one with padding and one without; what went
+    wrong."""
+    errors: list[str] = []
+
+    def padded():
+        for _ in range(rounds):
+            try:
+                enc = call(["a b", "a b c d e f g"], padding=True)
+                if len({len(ids) for ids in enc["input_ids"]}) != 1:
+                    errors.append("unpadded rows")
+            except Exception as exc:             # noqa: BLE001 - what the race raises
+                errors.append(repr(exc))
+
+    def plain():
+        for _ in range(rounds):
+            try:
+                call(["a", "a b c"], add_special_tokens=False)
+            except Exception as exc:             # noqa: BLE001
+                errors.append(repr(exc))
+    threads = [threading.Thread(target=padded), threading.Thread(target=plain)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
+def test_two_lanes_tokenizing_at_once_get_what_each_asked(tiny_masked_dir):
+    """A fast tokenizer keeps its padding setting in one Rust object: a masked backend's
+    padded call beside an unpadded one on another lane would get unpadded rows (BELIEF
+    failed so on two lanes); the backend's tokenize takes a lock every copy shares."""
+    import copy
+
+    from factprobe.probes.backends import KINDS
+    from factprobe.probes.backends.config import BackendConfig
+    backend = KINDS["hf-masked"].load(BackendConfig(model=str(tiny_masked_dir),
+                                                    kind="hf-masked"))
+    a, b = backend, copy.copy(backend)
+    calls = iter([a.tokenize, b.tokenize])
+    first, second = next(calls), next(calls)
+    assert _hammer(lambda texts, **kw: (first if kw.get("padding") else second)(texts, **kw)) \
+        == []
