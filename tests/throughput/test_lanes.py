@@ -20,7 +20,7 @@ from tests.probes.engine.test_scale import METHODS, build_workspace, eval_args
 
 def test_results_come_back_in_item_order_whoever_computed_them():
     def slow_first(i):
-        time.sleep(0.05 if i == 0 else 0.001)
+        time.sleep(0.5 if i == 0 else 0.001)    # long enough for a helper to start
         return i * i, threading.current_thread().name
     with Lanes(3) as lanes:
         got = lanes.map(slow_first, range(12))
