@@ -1,8 +1,14 @@
 """`factprobe plant` and `factprobe eval zp-lke` on the sample, with the machine to themselves
-and with one core held by another process, at the default thread choice (and with ``--old``
-at torch's old default, one thread per core).
+and with one core held by another process, at the default thread choice and ``--threads auto``
+(and with ``--old`` at torch's old default for plant, one thread per core).
 
     python benchmarks/bench_busy.py --repeat 2 --old --json .bench/busy.jsonl
+
+``eval`` computes on lanes (threads of one torch thread each, ``factprobe/core/lanes.py``);
+``--intra-op`` also times how it computed before them, for comparison in the same run: one
+lane on torch's intra-op threads, as many as the cores (``intra-op default``) or the free
+cores (``intra-op auto``), set by a shim that replaces the thread choice before the command
+runs (nothing in factprobe takes that path any more).
 
 "Held": a child process spinning on one core of this process's affinity (a busy loop pinned
 with ``sched_setaffinity``), started before the command and killed after it. Each command is a
@@ -15,6 +21,7 @@ Needs data/datasets/sample-mc and data/models/planted (``dvc repro`` makes them)
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shlex
@@ -33,7 +40,9 @@ def _params() -> dict:
     return yaml.safe_load((ROOT / "params.yaml").read_text())
 
 
-def commands(work: Path, epochs: int) -> dict[str, list[str]]:
+def commands(work: Path, epochs: int, methods: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """plant, eval zp-lke, and ``eval M`` for each of ``methods`` (params.yaml's dataset and
+    flags for M, the planted model, or the masked one for belief)."""
     p = _params()
     plant = p["plant"]
     cli = [sys.executable, "-m", "factprobe.cli.app"]
@@ -51,12 +60,41 @@ def commands(work: Path, epochs: int) -> dict[str, list[str]]:
             "eval", "zp-lke", "--quiet", "--dataset", "data/datasets/sample-mc", "--model",
             "data/models/planted", *shlex.split(p["eval"]["zp_lke"]["args"]),
             "--no-subject-blind", "--out", str(work / "zp-lke")],
-    }
+    } | {f"eval {m}": cli + [
+        "eval", m, "--quiet", "--dataset",
+        f"data/datasets/{p['eval'][m.replace('-', '_')]['dataset']}", "--model",
+        "data/models/planted-mlm" if m == "belief" else "data/models/planted",
+        *shlex.split(p["eval"][m.replace("-", "_")]["args"]), "--no-subject-blind",
+        "--out", str(work / m)] for m in methods}
 
 
 def hold_core(core: int) -> subprocess.Popen:
     code = f"import os\nos.sched_setaffinity(0, {{{core}}})\nwhile True: pass"
     return subprocess.Popen([sys.executable, "-c", code])
+
+
+# the command as it ran before lanes: factprobe.cli.threads.apply_threads replaced by one that
+# sets torch's intra-op threads to the count and computes on one lane
+INTRA_OP = """
+import sys
+import factprobe.cli.threads as threads
+mode = sys.argv.pop(1)
+def intra_op(requested, work_cap=None, lanes=False):
+    import torch
+    from factprobe.core.cpus import choose_threads
+    choice = choose_threads("auto" if mode == "auto" else requested, work_cap)
+    torch.set_num_threads(choice.threads)
+    return choice.as_dict() | {"threads": 1, "intra_op": choice.threads}
+threads.apply_threads = intra_op
+from factprobe.cli.app import main
+sys.argv[0] = "factprobe"
+raise SystemExit(main())
+"""
+
+
+def intra_op(cmd: list[str], mode: str) -> list[str]:
+    """``cmd`` (``python -m factprobe.cli.app ...``) on torch's intra-op threads, one lane."""
+    return [cmd[0], "-c", INTRA_OP, mode, *cmd[3:]]
 
 
 def timed(cmd: list[str], extra: list[str]) -> dict:
@@ -69,52 +107,75 @@ def timed(cmd: list[str], extra: list[str]) -> dict:
     return {"seconds": round(seconds, 2)}
 
 
-def chosen(work: Path, name: str) -> int | None:
+def chosen(work: Path, name: str) -> dict:
     if name == "plant":
-        return json.loads((work / "planted" / "planted.json").read_text())["config"]["threads"]
-    return json.loads((work / "zp-lke" / "run.json").read_text())["threads"]["threads"]
+        return {"threads": json.loads((work / "planted" / "planted.json").read_text())[
+            "config"]["threads"]}
+    folder = work / name.split()[1]
+    run = json.loads((folder / "run.json").read_text())
+    t = run["threads"]
+    return {"threads": t.get("intra_op", t["threads"]), "lanes": t["threads"],
+            "session_s": run["timings_s"]["total"],
+            "outputs_sha256": hashlib.sha256(
+                (folder / "outputs.parquet").read_bytes()).hexdigest()}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--epochs", type=int, default=2, help="plant epochs per run (2)")
-    ap.add_argument("--only", choices=("plant", "eval zp-lke"), help="one command only")
+    ap.add_argument("--only", choices=("plant", "eval zp-lke", "eval"),
+                    help="one command only ('eval': the evals only)")
+    ap.add_argument("--methods", default="",
+                    help="also eval these methods (comma-separated: prompt, belief-icl, "
+                         "monitor, belief), params.yaml's settings, --no-subject-blind")
     ap.add_argument("--old", action="store_true",
                     help="also time torch's old default, one thread per core (slow when busy)")
+    ap.add_argument("--intra-op", action="store_true",
+                    help="also time eval as it computed before lanes: torch's intra-op "
+                         "threads on one lane, at the cores and at --threads auto")
     ap.add_argument("--work", default=str(ROOT / ".bench" / "busy"))
     ap.add_argument("--json", help="append the result to this JSON-lines file")
     args = ap.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    for need in ("data/datasets/sample-mc", "data/models/planted"):
+    for need in ("data/datasets/sample-mc", "data/models/planted") + \
+            (("data/models/planted-mlm",) if "belief" in args.methods.split(",") else ()):
         if not (ROOT / need).exists():
             raise SystemExit(f"{need} is missing: run dvc repro first")
     cores = sorted(os.sched_getaffinity(0))
     all_threads = ["--threads", str(len(cores))]     # torch's own default: one per core
-    # eval follows the load only with --threads auto (its default is the cores, for the same
-    # bytes on any load); plant always trains on one thread
+    # plant always trains on one thread unless told; eval's lanes give the same bytes on any
+    # count, so its auto only decides the speed
     settings = {"default": [], "auto": ["--threads", "auto"],
                 **({"one per core (old default)": all_threads} if args.old else {})}
+    before = {"intra-op default": "cores", "intra-op auto": "auto"} if args.intra_op else {}
     results: dict = {}
-    for name, cmd in commands(work, args.epochs).items():
-        if args.only and name != args.only:
+    methods = tuple(m for m in args.methods.split(",") if m)
+    for name, cmd in commands(work, args.epochs, methods).items():
+        if args.only and name != args.only and not (args.only == "eval" and name != "plant"):
             continue
         runs: dict = {}
+        # eval's old default is --intra-op's (--threads N now counts lanes)
+        these = {k: v for k, v in settings.items() if name == "plant" or v != all_threads} | \
+            ({k: ["intra-op", m] for k, m in before.items()} if name != "plant" else {})
         for _ in range(args.repeat):
             for held in (False, True):
-                for label, extra in settings.items():
+                for label, extra in these.items():
                     spinner = hold_core(cores[-1]) if held else None
                     try:
                         time.sleep(0.5 if held else 0)   # the spinner is running before we start
                         load = os.getloadavg()[0]
-                        got = timed(cmd, extra if name != "plant" or extra != ["--threads", "auto"]
-                                    else [])
+                        if extra[:1] == ["intra-op"]:
+                            got = timed(intra_op(cmd, extra[1]), [])
+                        else:
+                            got = timed(cmd, extra if name != "plant" or
+                                        extra != ["--threads", "auto"] else [])
                     finally:
                         if spinner is not None:
                             spinner.kill()
                             spinner.wait()
-                    got |= {"load_before": round(load, 2), "threads": chosen(work, name)}
+                    got |= {"load_before": round(load, 2), **chosen(work, name)}
                     runs.setdefault(f"{label}, {'one core held' if held else 'free'}",
                                     []).append(got)
                     print(name, label, "held" if held else "free", got, file=sys.stderr)
@@ -124,7 +185,19 @@ def main() -> None:
             "default_held_over_free": round(med["default, one core held"] / med["default, free"],
                                             3),
             "auto_held_over_free": round(med["auto, one core held"] / med["auto, free"], 3)}
-        if args.old:
+        for label in before:
+            results[name][f"{label}_held_over_free".replace(" ", "_")] = round(
+                med[f"{label}, one core held"] / med[f"{label}, free"], 3)
+            results[name][f"default_free_over_{label}_free".replace(" ", "_")] = round(
+                med["default, free"] / med[f"{label}, free"], 3)
+        if name != "plant":
+            # outputs.parquet: one sha256 for every lanes run, free or held, whatever the count
+            lanes = [r["outputs_sha256"] for k, v in runs.items() if not k.startswith("intra-op")
+                     for r in v]
+            results[name]["distinct_outputs_on_lanes"] = len(set(lanes))
+            results[name]["distinct_outputs_all"] = len({r["outputs_sha256"]
+                                                         for v in runs.values() for r in v})
+        if args.old and name == "plant":
             old = "one per core (old default)"
             results[name] |= {
                 "old_held_over_free": round(med[f"{old}, one core held"] / med[f"{old}, free"],

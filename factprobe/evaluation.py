@@ -105,7 +105,8 @@ def run_evaluation(method_name: str, args) -> Evaluated:
     threads = None
     if executor.kind == "local" and not args.dry_run and kind.threads:
         from factprobe.cli.threads import apply_threads
-        threads = apply_threads(args.threads)
+        threads = apply_threads(args.threads, lanes=True)
+        executor = replace(executor, lanes=threads["threads"])
     out = run_eval(cfg, backend_cfg, plan, method_cfg, dataset_info(folder), kinds=KINDS,
                    metrics_fn=metrics_fn, executor=executor, threads=threads,
                    runnable=runnable_methods)

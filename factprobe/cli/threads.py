@@ -1,23 +1,27 @@
-"""``--threads`` of ``plant`` and ``eval``: torch's intra-op thread count, chosen from the work
-and the machine (:mod:`factprobe.core.cpus`) unless given, applied before any model exists.
+"""``--threads`` of ``plant`` and ``eval``, chosen from the work and the machine
+(:mod:`factprobe.core.cpus`) unless given, applied before any model exists.
 
-A thread count can change a result's last bits: training visibly (three AdamW steps of the
-planted shape on 1 and 2 threads give different weights), inference at times (a run resumed on
-another count wrote other outputs.parquet bytes). So ``eval`` takes ``OMP_NUM_THREADS`` or the
-cores it may use, never the load, unless ``--threads auto`` asks it to follow the load (faster
-on a busy machine, same numbers to about 1e-7 but not the same bytes); ``plant`` keeps torch
-on one thread and spreads its micro-batches over the free cores, which changes no bit."""
+``eval``: the count is of *lanes*, threads that each compute whole units of work (a relation's
+forward passes, a batch of prompts) on one torch thread (:mod:`factprobe.core.lanes`). A
+unit's bits are those of a one-thread run whichever lane computes it, so the outputs are the
+same bytes for any count and any load, and a core held by another process delays only the
+unit running there (torch's own threads wait for each other at every step). The default is
+``OMP_NUM_THREADS`` or the cores this process may use; ``auto`` the cores no other process
+keeps busy at start (the same bytes too).
+
+``plant`` does the same one level down: torch trains on one thread, and each step's
+micro-batches run on the free cores, one each (probes/planting/causal.Gradients); the trained
+bytes depend on ``--micro-batches``, never on the thread count."""
 from __future__ import annotations
 
 import argparse
 
 from factprobe.core.argtypes import positive
 
-HELP = ("torch threads: a count, or 'auto' for the cores this process may use that no other "
-        "process is keeping busy, measured at start (faster on a busy machine; the last bits "
-        "may then differ from a quiet machine's). Default: OMP_NUM_THREADS if set, else the "
-        "cores this process may use (the same bytes however busy the machine is); recorded "
-        "in {where}")
+HELP = ("threads to compute on, each running whole units of work on one torch thread (the "
+        "same output bytes for any count and any load): a count, or 'auto' for the cores this "
+        "process may use that no other process is keeping busy, measured at start. Default: "
+        "OMP_NUM_THREADS if set, else the cores this process may use; recorded in {where}")
 
 
 PLANT_HELP = ("threads to run each step's micro-batches on, one each (see --micro-batches): a "
@@ -42,10 +46,13 @@ def add_threads_flag(p: argparse.ArgumentParser, where: str, text: str | None = 
                    help=text or HELP.format(where=where))
 
 
-def apply_threads(requested: int | str | None, work_cap: int | None = None) -> dict:
-    """Choose the count, set it in torch, and return what to record."""
+def apply_threads(requested: int | str | None, work_cap: int | None = None,
+                  lanes: bool = False) -> dict:
+    """Choose the count and return what to record. ``lanes`` (eval): the count is of lanes,
+    and torch computes on one thread in each (``per_lane``; threads started later inherit
+    it); else the count is torch's."""
     from factprobe.core.cpus import choose_threads
     choice = choose_threads(requested, work_cap)
     import torch
-    torch.set_num_threads(choice.threads)
-    return choice.as_dict()
+    torch.set_num_threads(1 if lanes else choice.threads)
+    return choice.as_dict() | ({"per_lane": 1} if lanes else {})

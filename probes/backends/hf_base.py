@@ -2,8 +2,10 @@
 the checkpoints record about them."""
 from __future__ import annotations
 
+import threading
 from dataclasses import asdict
 
+from factprobe.core.lanes import Lanes
 from factprobe.probes.backends.base import Usage
 from factprobe.probes.backends.config import BackendConfig
 
@@ -24,6 +26,30 @@ class HFBackend:
         self.batch_size = max(1, config.batch_size)
         self.tokens_computed = 0     # tokens actually fed to the model
         self.tokens_full = 0         # tokens a per-sequence approach would feed
+        # the threads a group's independent units (forward passes, batches of prompts) may be
+        # spread over (the executor's); each unit's bits are those of a one-thread run
+        self.lanes = Lanes(1)
+        self._counting = threading.Lock()
+        self._tokenizing = threading.Lock()
+
+    def shares_lanes(self) -> bool:
+        """Whether several lanes may compute with this model at once: on the CPU, and not
+        under accelerate's hooks (``--device-map``), which move weights in and out of the
+        modules around each forward pass."""
+        return str(self.device) == "cpu" and not self.config.device_map
+
+    def tokenize(self, *args, **kwargs):
+        """The tokenizer called under a lock that every copy of this backend shares: a fast
+        tokenizer keeps its padding setting in the one Rust object, and a call with
+        ``padding=True`` beside one without, on two lanes, pads the wrong call's output."""
+        with self._tokenizing:
+            return self.tok(*args, **kwargs)
+
+    def count(self, **added: int) -> None:
+        """Add to the token counters (units of one group may finish on several threads)."""
+        with self._counting:
+            for name, n in added.items():
+                setattr(self, name, getattr(self, name) + int(n))
 
     def usage(self) -> Usage:
         return Usage(self.tokens_computed, self.tokens_full)

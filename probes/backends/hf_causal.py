@@ -97,7 +97,8 @@ class HFCausal(HFBackend):
         self.logit_rows = 0          # positions whose logits scoring computed (FLOP counts)
         self._enc_cache: dict[str, list[int]] = {}
         self._keep_arg = "logits_to_keep" in inspect.signature(model.forward).parameters
-        self._pairs = PairEncoder(tokenizer, config.add_bos, self.prefix_token_id, self.encode)
+        self._pairs = PairEncoder(tokenizer, config.add_bos, self.prefix_token_id, self.encode,
+                                  self.tokenize)
         self._kind = "cuda" if str(device).startswith("cuda") else "cpu"
         vocab = int(getattr(mc, "vocab_size", 0) or len(tokenizer))
         self._max_logit_rows = max(1, LOGIT_BYTES[self._kind] // (vocab * 4))
@@ -106,7 +107,7 @@ class HFCausal(HFBackend):
     def encode(self, text: str) -> list[int]:
         ids = self._enc_cache.get(text)
         if ids is None:
-            ids = self._pairs.bos + self.tok(text, add_special_tokens=False)["input_ids"]
+            ids = self._pairs.bos + self.tokenize(text, add_special_tokens=False)["input_ids"]
             if len(self._enc_cache) < 200_000:
                 self._enc_cache[text] = ids
         return list(ids)
@@ -159,7 +160,7 @@ class HFCausal(HFBackend):
             kwargs["logits_to_keep"] = last[:, None]
         out = self.model(input_ids=ids, attention_mask=full_mask, position_ids=positions,
                          past_key_values=past, use_cache=True, **kwargs)
-        self.tokens_computed += int(sum(lens))
+        self.count(tokens_computed=sum(lens))
         logits = out.logits
         if last_only:
             logits = logits[:, 0] if self._keep_arg else logits[torch.arange(n), last]
@@ -179,9 +180,7 @@ class HFCausal(HFBackend):
         with torch.inference_mode():
             out = self.model(input_ids=ids, position_ids=torch.arange(p, device=self.device)[None],
                              use_cache=True, **kwargs)
-        self.tokens_computed += p
-        self.attended_keys += p * (p + 1) // 2
-        self.logit_rows += 1
+        self.count(tokens_computed=p, attended_keys=p * (p + 1) // 2, logit_rows=1)
         kv = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
         return p, kv, torch.ones((1, p), dtype=torch.long, device=self.device)
 
@@ -203,6 +202,31 @@ class HFCausal(HFBackend):
                     self.torch.cuda.empty_cache()
                 continue
             i += len(chunk)
+
+    def _spans(self, items: list, take: Callable[[list, int], int] | None = None
+               ) -> list[tuple[int, int]]:
+        """The (start, end) of each unit of ``items`` as ``_oom_safe`` would cut them now:
+        fixed by the items and the batch size, never by how many threads compute them."""
+        spans, i = [], 0
+        while i < len(items):
+            end = take(items, i) if take is not None else i + self.batch_size
+            spans.append((i, end))
+            i = end
+        return spans
+
+    def _in_lanes(self, run: Callable[[list], None], units: list) -> bool:
+        """``run`` on every unit, spread over the lanes (each unit on one thread, so its bits
+        do not depend on the lanes); False, with nothing to keep, after an out-of-memory, and
+        the batch size halved: the caller then goes unit by unit as before."""
+        try:
+            for _ in self.lanes.imap(run, units):
+                pass
+        except (RuntimeError, MemoryError) as exc:
+            if not _is_oom(exc) or self.batch_size == 1:
+                raise
+            self.batch_size = max(1, self.batch_size // 2)
+            return False
+        return True
 
     # ----------------------------------------------------------------------------- score
     def score(self, requests: Sequence[ScoreRequest], progress=None) -> list[list[Scored]]:
@@ -236,6 +260,11 @@ class HFCausal(HFBackend):
             self.tokens_full += sum(len(encoded[i][0]) + len(c) for c in encoded[i][1])
         p, kv, _ = self._prefix([encoded[i][0] for i in members])
         segments = [build_segment(i, encoded[i][0][p:], encoded[i][1]) for i in members]
+        if self._kind == "cpu" and self._in_lanes(
+                lambda chunk: self._finish(self._launch(chunk, p, kv), encoded, results,
+                                           progress),
+                [segments[i:j] for i, j in self._spans(segments, self._take_tokens)]):
+            return
         pending: list = []
 
         def run(chunk) -> None:
@@ -299,9 +328,8 @@ class HFCausal(HFBackend):
                              for part in logits.split(self._lse_rows(logits.shape[-1]))])
             at = self._put(where)
             got = logits[at, self._put(b.t_tok)].float() - lse[at]
-        self.tokens_computed += int(b.real.sum())
-        self.attended_keys += b.attended
-        self.logit_rows += int(b.keep.sum())
+        self.count(tokens_computed=b.real.sum(), attended_keys=b.attended,
+                   logit_rows=b.keep.sum())
         return b, got, len(segments)
 
     def _lse_rows(self, vocab: int) -> int:
@@ -325,7 +353,8 @@ class HFCausal(HFBackend):
                 k += 1
             results[request] = scored
         if progress is not None:
-            progress.update(n)
+            with self._counting:
+                progress.update(n)
 
     def token_probs(self, pairs: Sequence[tuple[str, Sequence[int]]], group: str = ""
                     ) -> list[list[float]]:
@@ -378,9 +407,13 @@ class HFCausal(HFBackend):
                 for sub in _chunks(rows, self.batch_size * 4):
                     self._decode(requests, sub, last, cache_c, mask_c, out)
             if progress is not None:
-                progress.update(len(chunk))
+                with self._counting:
+                    progress.update(len(chunk))
 
-        self._oom_safe(run_prompts, members)
+        if not (self._kind == "cpu" and self._in_lanes(
+                run_prompts, [members[i:j] for i, j in self._spans(members)])):
+            out.update({i: [] for i in members})      # what the failed pass kept
+            self._oom_safe(run_prompts, members)
         for i in members:
             results[i] = out[i]
 

@@ -49,10 +49,10 @@ class HFMasked(HFBackend):
         (or merges with the text around the mask)."""
         if not words:
             return []
-        masked = self.tok(prompt.replace(MASK, self.tok.mask_token),
+        masked = self.tokenize(prompt.replace(MASK, self.tok.mask_token),
                           add_special_tokens=False)["input_ids"]
         at = masked.index(self.tok.mask_token_id)
-        filled = self.tok([prompt.replace(MASK, w) for w in words],
+        filled = self.tokenize([prompt.replace(MASK, w) for w in words],
                           add_special_tokens=False)["input_ids"]
         return [ids[at] if len(ids) == len(masked) and ids[:at] == masked[:at]
                 and ids[at + 1:] == masked[at + 1:] else None for ids in filled]
@@ -88,7 +88,7 @@ class HFMasked(HFBackend):
         if not self.tok.is_fast:
             raise UserError(f"model {self.config.model!r} has a slow tokenizer without "
                             f"character offsets; the subject-only check needs a fast one")
-        enc = self.tok(request.prompt, return_offsets_mapping=True,
+        enc = self.tokenize(request.prompt, return_offsets_mapping=True,
                        return_special_tokens_mask=True)
         start, text = request.mask_each_from, request.prompt
         # a token from ``start`` on; one whose offsets take in the space before it (byte-level
@@ -143,7 +143,7 @@ class HFMasked(HFBackend):
                 if r.prompt.count(MASK) != 1:
                     raise UserError(f"a fill-mask prompt needs exactly one {MASK}: {r.prompt!r}")
                 texts.append(r.prompt.replace(MASK, self.tok.mask_token))
-            enc = self.tok(texts, return_tensors="pt", padding=True).to(self.device)
+            enc = self.tokenize(texts, return_tensors="pt", padding=True).to(self.device)
             for r, n in zip(chunk, enc["attention_mask"].sum(dim=1).tolist()):
                 self.check_fits(int(n), r.prompt)
             with torch.inference_mode():

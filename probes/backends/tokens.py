@@ -136,8 +136,9 @@ class PairEncoder:
     in another (:class:`TailSplitter`) where the tokenizer allows, checked against the full
     encoding on a schedule; otherwise context + continuation encoded whole."""
 
-    def __init__(self, tokenizer, add_bos: bool, prefix_token_id: int, encode):
-        self.tok = tokenizer
+    def __init__(self, tokenizer, add_bos: bool, prefix_token_id: int, encode, call=None):
+        # ``call``: how to call the tokenizer (the backend's, under its lock)
+        self.tok = call or tokenizer
         # BOS is put in front by hand, the text always encoded without special tokens: the
         # same ids as a tokenizer that adds BOS itself, and --add-bos works on one that does not
         self.bos = [tokenizer.bos_token_id] if add_bos else []

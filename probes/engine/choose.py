@@ -15,4 +15,4 @@ def open_executor(cfg: ExecutorConfig, kind: BackendKind, backend_cfg: BackendCo
     if cfg.kind == "ray":
         from factprobe.probes.engine.ray_replicas import RayExecutor
         return RayExecutor(cfg, kind, backend_cfg, progress)
-    return LocalExecutor(kind.load(backend_cfg))
+    return LocalExecutor(kind.load(backend_cfg), cfg.lanes if kind.threads else 1)

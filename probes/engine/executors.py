@@ -7,11 +7,13 @@ is handed and says what that cost; so a run's rows are the same whichever execut
 """
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from factprobe.core.errors import UserError
+from factprobe.core.lanes import Lanes
 from factprobe.probes.backends.base import Backend
 from factprobe.probes.engine.checkpoints import ChunkStats
 from factprobe.probes.engine.outputs import generate_rows, mask_rows, score_rows
@@ -20,13 +22,15 @@ from factprobe.probes.engine.partition import chunk_tokens, token_counter
 
 @dataclass(frozen=True)
 class ExecutorConfig:
-    """``--executor`` and its flags; ``shard``: (I, N) of ``--shard I/N`` (local only)."""
+    """``--executor`` and its flags; ``shard``: (I, N) of ``--shard I/N`` (local only);
+    ``lanes``: the threads a local run computes on (``--threads``)."""
     kind: str = "local"
     address: str | None = None
     replicas: int = 1
     gpus_per_replica: float = 0.0
     cpus_per_replica: float = 1.0
     shard: tuple[int, int] | None = None
+    lanes: int = 1
 
 
 def _once(call, chunk: list, bar) -> list:
@@ -92,10 +96,18 @@ def fit_to_context(requests: list, backend: Backend, policy: str, shorten, count
 
 
 class LocalExecutor:
-    """Every chunk in this process, in order, with the backend loaded here."""
+    """Every chunk in this process, with the backend loaded here: in order on one lane, or
+    spread over ``lanes`` threads (:mod:`factprobe.core.lanes`), each chunk on a copy of the
+    backend that shares its model (its own token counters: a chunk's cost stays its own),
+    and the units of a chunk over the lanes left idle. The rows come back in chunk order."""
 
-    def __init__(self, backend: Backend):
+    def __init__(self, backend: Backend, lanes: int = 1):
         self.backend = backend
+        # lanes are CPU threads: a model on a GPU computes one unit at a time
+        shares = getattr(backend, "shares_lanes", None)
+        self.lanes = Lanes(lanes if shares is not None and shares() else 1)
+        if self.lanes.workers > 1:
+            backend.lanes = self.lanes
         self.capabilities = backend.capabilities
         self.backend_name = type(backend).__name__
         # why the loaded backend offers less than its kind, if it does (one clause)
@@ -117,15 +129,22 @@ class LocalExecutor:
 
     def run(self, stage_name: str, kind: str, jobs: list[tuple[int, list]], bar
             ) -> Iterator[tuple[int, list[dict], ChunkStats]]:
-        for i, chunk in jobs:
-            rows, stats = timed_chunk(self.backend, stage_name, kind, chunk, bar)
-            yield i, rows, stats
+        if self.lanes.workers == 1:
+            for i, chunk in jobs:
+                rows, stats = timed_chunk(self.backend, stage_name, kind, chunk, bar)
+                yield i, rows, stats
+            return
+
+        def one(job):
+            i, chunk = job
+            return (i, *timed_chunk(copy.copy(self.backend), stage_name, kind, chunk, bar))
+        yield from self.lanes.imap(one, jobs)
 
     def info(self) -> dict:
         return {"kind": "local", "replicas": 1}
 
     def close(self) -> None:
-        pass
+        self.lanes.close()
 
 
 class ResumableError(UserError):

@@ -282,7 +282,7 @@ def _run(cfg: EvalConfig, plan: Plan, method_cfg, dataset_info: dict, metrics_fn
         "tokens": checkpoints.tokens(),
         "sessions": checkpoints.session_info(),
         "executor": runner.info(),
-        "threads": threads,
+        "threads": _lanes_used(threads, runner),
         "rows": len(outputs),
     }
     if plan.info.get("planted_model") is not None:   # whether the planted model learned
@@ -294,6 +294,14 @@ def _run(cfg: EvalConfig, plan: Plan, method_cfg, dataset_info: dict, metrics_fn
         write_run(out, outputs, prompts, run, metrics, plan.integer_columns)
     checkpoints.remove()
     return out
+
+
+def _lanes_used(threads: dict | None, runner) -> dict | None:
+    """The thread choice as it ran: one lane where the model computes on a GPU."""
+    lanes = getattr(runner, "lanes", None)
+    if threads is None or lanes is None or "per_lane" not in threads:
+        return threads
+    return threads | {"threads": lanes.workers}
 
 
 def dataset_info(folder: Path) -> dict:
