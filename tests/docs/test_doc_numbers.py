@@ -43,10 +43,11 @@ CLAIMS = [
     ("docs/planting.md", *_row("prompt / HGP (gold probability)", HGP)),
     ("docs/planting.md", *_row("BELIEF (masked model)", BELIEF)),
     ("docs/planting.md", *_row("BELIEF-ICL, 4-template", ICL4)),
+    # MONITOR's subject-blind pass names no gold on the shipped model: the null is undefined
+    # (docs/metrics/validity.md), and the report has no number for it
     ("docs/planting.md",
-     rf"\| MONITOR \(anchor probability\) \| {NUM} \({NUM}-{NUM}\) \| {NUM} ",
-     [f"{MONITOR}/validity_auroc/{k}" for k in ("value", "ci_low", "ci_high")]
-     + [f"{MONITOR}/subject_blind_auroc/value"]),
+     rf"\| MONITOR \(anchor probability\) \| {NUM} \({NUM}-{NUM}\) \| undefined: ",
+     [f"{MONITOR}/validity_auroc/{k}" for k in ("value", "ci_low", "ci_high")]),
 ]
 # the report flags a null farther than this from 0.5 (docs/metrics/validity.md)
 MARGIN = 0.1
