@@ -78,7 +78,6 @@ def _run_plant(args) -> str:
 
     from factprobe.probes.planting.plant import PlantConfig, plant
     from factprobe.cli.threads import apply_threads
-    from factprobe.core.cpus import choose_threads
     fields = PlantConfig.__dataclass_fields__
     cfg = PlantConfig(**{k: getattr(args, k) for k in fields
                          if k not in ("progress", "threads") and hasattr(args, k)},
@@ -86,9 +85,10 @@ def _run_plant(args) -> str:
     # Torch itself runs on one thread: a second one splits its sums otherwise and plants other
     # bits. The cores are used through the micro-batches instead, one Python thread each
     # (causal.Gradients), which changes no bit: so their count may follow the machine's load.
+    # By default (or 'auto') the count follows the load, epoch by epoch (causal.run_epochs).
     apply_threads(1)
-    workers = choose_threads(args.threads or "auto", work_cap=cfg.micro_batches).threads
-    cfg = replace(cfg, threads=min(workers, cfg.micro_batches))
+    fixed = args.threads not in (None, "auto")
+    cfg = replace(cfg, threads=min(args.threads, cfg.micro_batches) if fixed else None)
     if args.quiet:
         _silence_libraries()
     return f"wrote {plant(cfg)}"

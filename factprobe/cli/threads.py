@@ -25,10 +25,10 @@ HELP = ("threads to compute on, each running whole units of work on one torch th
 
 
 PLANT_HELP = ("threads to run each step's micro-batches on, one each (see --micro-batches): a "
-              "count, or 'auto' (default) for the cores this process may use that no other "
-              "process keeps busy, at most --micro-batches. Changes no trained bit: torch "
-              "itself runs on one thread, and the bytes depend on --micro-batches alone; "
-              "recorded in planted.json")
+              "count, or 'auto' (default): the cores this process may use that no other "
+              "process keeps busy, at most --micro-batches, chosen at start and again after "
+              "every epoch. Changes no trained bit: torch itself runs on one thread, and the "
+              "bytes depend on --micro-batches alone")
 
 
 def count_or_auto(text: str):

@@ -97,22 +97,38 @@ def _cpu_times(cpus: set[int] | None) -> tuple[float, float] | None:
     return (busy, total) if total else None
 
 
+class LoadMeter:
+    """How many of our cores other processes kept busy since the last reading (this
+    process's own use subtracted): over a short sleep at start, or over a stretch of work
+    (an epoch) without sleeping at all."""
+
+    def __init__(self):
+        self.cpus = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+        self.n = len(self.cpus) if self.cpus else (os.cpu_count() or 1)
+        self._mark()
+
+    def _mark(self) -> None:
+        self.times = _cpu_times(self.cpus)
+        self.own, self.wall = time.process_time(), time.monotonic()
+
+    def busy(self) -> float | None:
+        """Other processes' busy cores since the last call (or since made); None where
+        /proc/stat cannot be read."""
+        before, own0, wall0 = self.times, self.own, self.wall
+        self._mark()
+        after, own, wall = self.times, self.own - own0, self.wall - wall0
+        if before is None or after is None or after[1] <= before[1] or wall <= 0:
+            return None
+        share = (after[0] - before[0]) / (after[1] - before[1])     # of all our cores
+        return round(max(0.0, share * self.n - own / wall), 2)
+
+
 def busy_cores(sample_s: float = SAMPLE_S) -> float | None:
     """How many of our cores other processes kept busy over ``sample_s`` seconds (this
     process's own use subtracted); None where /proc/stat cannot be read."""
-    cpus = set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    before = _cpu_times(cpus)
-    if before is None:
-        return None
-    own0, wall0 = time.process_time(), time.monotonic()
+    meter = LoadMeter()
     time.sleep(sample_s)
-    after = _cpu_times(cpus)
-    own, wall = time.process_time() - own0, time.monotonic() - wall0
-    if after is None or after[1] <= before[1] or wall <= 0:
-        return None
-    n = len(cpus) if cpus else (os.cpu_count() or 1)
-    share = (after[0] - before[0]) / (after[1] - before[1])     # of all our cores
-    return round(max(0.0, share * n - own / wall), 2)
+    return meter.busy()
 
 
 def free_cores(cores: int, busy: float | None) -> int:

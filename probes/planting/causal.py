@@ -75,11 +75,15 @@ class Gradients:
 
     def __init__(self, model, workers: int):
         self.params = [p for p in model.parameters() if p.requires_grad]
-        self.workers = max(1, workers)
-        self.pool = None
-        if self.workers > 1:
+        self.workers = max(1, workers)       # may change between steps: no bit depends on it
+        self.pools: dict = {}
+
+    def _pool(self):
+        if self.workers not in self.pools:
             from concurrent.futures import ThreadPoolExecutor
-            self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="plant")
+            self.pools[self.workers] = ThreadPoolExecutor(self.workers,
+                                                          thread_name_prefix="plant")
+        return self.pools[self.workers]
 
     def _one(self, loss_of):
         import torch
@@ -90,8 +94,8 @@ class Gradients:
         """Sets each parameter's ``.grad`` to the batch's gradient; returns the batch loss.
         Each callable in ``micro`` gives its micro-batch's loss already divided by the whole
         batch's count of predicted tokens, so the parts add up to the batch's mean."""
-        done = list(self.pool.map(self._one, micro)) if self.pool and len(micro) > 1 else \
-            [self._one(f) for f in micro]
+        done = list(self._pool().map(self._one, micro)) if self.workers > 1 and len(micro) > 1 \
+            else [self._one(f) for f in micro]
         loss = done[0][0]
         for other, _ in done[1:]:
             loss = loss + other
@@ -107,8 +111,8 @@ class Gradients:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.pool:
-            self.pool.shutdown()
+        for pool in self.pools.values():
+            pool.shutdown()
 
 
 @contextmanager
@@ -132,6 +136,8 @@ def run_epochs(model, step_batches, checks_acc, cfg, desc: str) -> dict:
     ``cfg.target_accuracy`` unless ``cfg.epochs`` fixes the count. Returns the training log."""
     import torch
     from tqdm import tqdm
+
+    from factprobe.core.cpus import LoadMeter, choose_threads, free_cores
     fixed = cfg.epochs is not None
     cap = cfg.epochs if fixed else cfg.max_epochs
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -143,7 +149,13 @@ def run_epochs(model, step_batches, checks_acc, cfg, desc: str) -> dict:
     step = 0
     losses, accuracy, epochs_run = [], [], 0
     model.train()
-    with one_torch_thread(), Gradients(model, cfg.threads or 1) as grads:
+    # --threads N fixes the count; by default it follows the load, chosen at start and again
+    # after every epoch from what other processes used during it (no bit depends on it, and
+    # a job that starts or stops next to a long plant should not decide it once for all)
+    most = getattr(cfg, "micro_batches", 1)
+    meter = None if cfg.threads else LoadMeter()
+    workers = cfg.threads or choose_threads("auto", work_cap=most).threads
+    with one_torch_thread(), Gradients(model, workers) as grads:
         if cfg.progress:
             print(expected_time(grads, list(step_batches(0)), checks_acc, cap), file=sys.stderr)
         with tqdm(desc=desc, unit="epoch", total=cap, disable=not cfg.progress) as bar:
@@ -162,6 +174,8 @@ def run_epochs(model, step_batches, checks_acc, cfg, desc: str) -> dict:
                     step += 1
                 losses.append(sum(epoch_losses) / max(1, len(epoch_losses)))
                 accuracy.append(round(checks_acc(), 4))
+                if meter is not None:
+                    grads.workers = min(most, free_cores(meter.n, meter.busy()))
                 epochs_run = epoch + 1
                 bar.update(1)
                 bar.set_postfix(loss=f"{losses[-1]:.3f}", planted_acc=f"{accuracy[-1]:.3f}")

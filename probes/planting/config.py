@@ -48,5 +48,5 @@ class PlantConfig:
     lr: float = 5e-3
     templates: str = "data/templates"  # statement and question forms; label forms if absent
     masked: bool = False               # a BERT-style masked LM instead (for BELIEF)
-    threads: int | None = None         # threads the micro-batches ran on (recorded; no bit changes)
+    threads: int | None = None         # micro-batch threads; None: follow the load (no bit changes)
     progress: bool = True
