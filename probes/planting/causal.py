@@ -76,14 +76,13 @@ class Gradients:
     def __init__(self, model, workers: int):
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.workers = max(1, workers)       # may change between steps: no bit depends on it
-        self.pools: dict = {}
+        self.lanes: dict = {}                # eval's lanes (core.lanes), one set per count
 
-    def _pool(self):
-        if self.workers not in self.pools:
-            from concurrent.futures import ThreadPoolExecutor
-            self.pools[self.workers] = ThreadPoolExecutor(self.workers,
-                                                          thread_name_prefix="plant")
-        return self.pools[self.workers]
+    def _lanes(self):
+        from factprobe.core.lanes import Lanes
+        if self.workers not in self.lanes:
+            self.lanes[self.workers] = Lanes(self.workers)
+        return self.lanes[self.workers]
 
     def _one(self, loss_of):
         import torch
@@ -94,8 +93,7 @@ class Gradients:
         """Sets each parameter's ``.grad`` to the batch's gradient; returns the batch loss.
         Each callable in ``micro`` gives its micro-batch's loss already divided by the whole
         batch's count of predicted tokens, so the parts add up to the batch's mean."""
-        done = list(self._pool().map(self._one, micro)) if self.workers > 1 and len(micro) > 1 \
-            else [self._one(f) for f in micro]
+        done = self._lanes().map(self._one, micro)
         loss = done[0][0]
         for other, _ in done[1:]:
             loss = loss + other
@@ -111,8 +109,8 @@ class Gradients:
         return self
 
     def __exit__(self, *exc) -> None:
-        for pool in self.pools.values():
-            pool.shutdown()
+        for lanes in self.lanes.values():
+            lanes.close()
 
 
 @contextmanager
