@@ -27,9 +27,11 @@ repro: $(STAMP)
 
 # The suite runs on TEST_WORKERS processes (pytest-xdist; 1: in this process). Each test file
 # stays on one worker, in order: some files' later tests read what their earlier ones ran (the
-# Ray scale tests reuse the runs they compared), which work stealing would split.
+# Ray scale tests reuse the runs they compared), which work stealing would split. The units
+# (a file, or one test of a file whose tests share nothing) and their order, longest first,
+# are tests/conftest.py's; xdist's own reordering by test count is off.
 TEST_WORKERS ?= 2
-PYTEST_WORKERS := $(if $(filter 1,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadfile)
+PYTEST_WORKERS := $(if $(filter 1,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 test: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest $(PYTEST_WORKERS)
