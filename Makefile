@@ -29,8 +29,11 @@ repro: $(STAMP)
 # stays on one worker, in order: some files' later tests read what their earlier ones ran (the
 # Ray scale tests reuse the runs they compared), which work stealing would split. The units
 # (a file, or one test of a file whose tests share nothing) and their order, longest first,
-# are tests/conftest.py's; xdist's own reordering by test count is off.
-TEST_WORKERS ?= 2
+# are tests/conftest.py's; xdist's own reordering by test count is off. Three workers on two
+# cores: a third of the suite waits (servers, timeouts, kills) and the third worker fills it;
+# quiet, 2026-11-27: 767 s with 3, 877 s with 4 (Ray's tests starve), 1041 s with 2 before the
+# order (docs/benchmarks.md, test suite). Each worker gives torch its share of the cores.
+TEST_WORKERS ?= 3
 PYTEST_WORKERS := $(if $(filter 1,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 test: $(STAMP)
