@@ -33,17 +33,19 @@ repro: $(STAMP)
 # cores: a third of the suite waits (servers, timeouts, kills) and the third worker fills it;
 # quiet, 2026-11-27: 767 s with 3, 877 s with 4 (Ray's tests starve), 1041 s with 2 before the
 # order (docs/benchmarks.md, test suite). Each worker gives torch its share of the cores.
+# test-fast waits on nothing and runs on as many workers as cores (101 s on 2, 116 s on 3).
 TEST_WORKERS ?= 3
-PYTEST_WORKERS := $(if $(filter 1,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
+FAST_WORKERS ?= 2
+workers = $(if $(filter 1,$(1)),-p no:xdist,-n $(1) --dist loadfile --no-loadscope-reorder)
 
 test: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest $(PYTEST_WORKERS)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest $(call workers,$(TEST_WORKERS))
 
 # The inner loop (under 2 minutes): unit tests and doctests, without the tests marked slow
 # (whole-CLI contract runs, servers, models; see SLOW_MODULES in tests/conftest.py). Works on a
 # fresh checkout: no `make repro` needed (tests/sample_repo.py builds the sample datasets).
 test-fast: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest $(PYTEST_WORKERS) -m "not slow"
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest $(call workers,$(FAST_WORKERS)) -m "not slow"
 
 # The CPU figures of docs/benchmarks.md (about 35 minutes on 2 cores; GPU: benchmarks/gpu.sh).
 bench: $(STAMP)
