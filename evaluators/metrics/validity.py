@@ -30,18 +30,23 @@ def planted_split(frame: pd.DataFrame, planted: dict | None) -> pd.DataFrame:
 
 def validity(per_fact: pd.DataFrame, planted: dict | None, *, column: str = "correct",
              score: str | None = None, resamples: int = 1000, seed: int = 0,
-             accuracy_means: str = "", score_means: str = "") -> dict:
+             accuracy_means: str = "", score_means: str = "", chance: str | None = None
+             ) -> dict:
     """Accuracy (mean of ``column``) on planted and on held-out facts with bootstrap
     intervals, the difference with its interval (each half resampled on its own), and the
     AUROC of ``score`` (default: ``column``) between the halves. Empty without
-    ``planted.json`` or when the run has no planted or held-out fact.
+    ``planted.json`` or when the run has no planted or held-out fact. ``chance``: a column
+    of each fact's accuracy by chance (1 / its choices), whose held-out mean is recorded as
+    ``held_out_chance``: held-out facts answered far above it are given away by the graph.
 
     >>> facts = pd.DataFrame({"fact_id": list("abcd"), "correct": [1.0, 1.0, 0.0, 1.0],
-    ...                       "p": [0.9, 0.8, 0.1, 0.7]})
+    ...                       "p": [0.9, 0.8, 0.1, 0.7], "c": [0.5, 0.5, 0.5, 0.25]})
     >>> v = validity(facts, {"planted": ["a", "b"], "held_out": ["c", "d"]}, score="p",
-    ...              resamples=0)
+    ...              resamples=0, chance="c")
     >>> v["planted"]["value"], v["held_out"]["value"], v["difference"]["value"], v["auroc"]["value"]
     (1.0, 0.5, 0.5, 1.0)
+    >>> v["held_out_chance"]
+    0.375
     """
     split = planted_split(per_fact, planted)
     split = split[split["planted"] != "other"]
@@ -68,6 +73,9 @@ def validity(per_fact: pd.DataFrame, planted: dict | None, *, column: str = "cor
     if len(both) and np.all(both == both[0]):
         # one score for every fact: the AUROC is 0.5 by ties, whatever the probe does
         out["constant_score"] = rnd(float(both[0]))
+    if chance:
+        out["held_out_chance"] = rnd(float(
+            split.loc[split["planted"] == "held_out", chance].mean()))
     if accuracy_means:
         out["accuracy_means"] = accuracy_means
     if score_means:

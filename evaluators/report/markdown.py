@@ -14,7 +14,7 @@ from factprobe.evaluators.metrics.validity import (
     planted_model,
     planted_warning,
 )
-from factprobe.evaluators.report.tables import setting_name_s
+from factprobe.evaluators.report.tables import GUESSABLE_BELOW, setting_name_s
 
 
 def leaderboard_markdown(board: pd.DataFrame) -> str:
@@ -67,7 +67,7 @@ def validity_markdown(val_table: pd.DataFrame) -> str:
                      "estimator": x["estimator"],
                      "planted": fmt(x["planted_value"], x["planted_ci_low"], x["planted_ci_high"]),
                      "held-out": fmt(x["held_out_value"], x["held_out_ci_low"],
-                                     x["held_out_ci_high"]),
+                                     x["held_out_ci_high"]) + (" (!)" if is_guessable(x) else ""),
                      "difference": fmt(x["difference_value"], x["difference_ci_low"],
                                        x["difference_ci_high"]),
                      "AUROC": fmt(x["auroc_value"], x["auroc_ci_low"], x["auroc_ci_high"]),
@@ -136,6 +136,23 @@ def _flagged(x) -> bool:
     return not _missing(x["familiarity"]) and bool(x["familiarity"])
 
 
+def is_guessable(x) -> bool:
+    """Whether a validity-table row carries the flag of :func:`guess_flag`."""
+    return not _missing(x.get("guessable")) and bool(x["guessable"])
+
+
+def guess_flag(x) -> str:
+    """The flag of a validity-table row whose held-out facts are answered above chance while
+    its AUROC is low (tables._guess_columns)."""
+    held = fmt(x["held_out_value"], x["held_out_ci_low"], x["held_out_ci_high"])
+    return (f"held-out facts answered right {held} against {fmt(x['held_out_chance'])} by "
+            f"chance (validity AUROC {fmt(x['auroc_value'])}): the model answers facts it was "
+            f"never taught, so the graph gives them away (names that hold the answer, "
+            f"relations that are each other's inverse). That caps the AUROC whatever the "
+            f"estimator does; more choices (mc.choices) weigh such facts less "
+            f"(docs/planting.md).")
+
+
 def familiarity_flags(val_table: pd.DataFrame) -> str:
     """One line per validity block whose subject-blind null is off (:func:`null_flag`), and
     one per block whose null could not be computed or is undefined."""
@@ -143,6 +160,8 @@ def familiarity_flags(val_table: pd.DataFrame) -> str:
     for _, x in val_table.iterrows():
         where = escape(f"{x['method']} on {x['dataset']}, "
                        f"{setting_name_s(x['model'], x['setting'])}, {x['estimator']}")
+        if is_guessable(x):
+            lines.append(f"- **{where}**: {guess_flag(x)}")
         if _flagged(x):
             lines.append(f"- **{where}**: {null_flag(x)}")
         elif _missing(x["null_auroc_value"]) and not _missing(x["null_reason"]):
@@ -232,7 +251,10 @@ def render(runs, lb_md, rel_md, val_md, cmp_md, mat_md, figures, notes, cfg) -> 
               "above (interval and all) is flagged (!). The subject-only AUROCs read the "
               "subject alone (log P(\".\" | subject) and its own likelihood; on a masked "
               "model, \".\" at a mask after the subject and its pseudo-log-likelihood): 0.5, "
-              "or flagged (!) "
+              "or flagged (!). A multiple-choice block whose held-out facts are answered "
+              "above chance (interval and all) while its AUROC is under "
+              f"{GUESSABLE_BELOW:g} is flagged (!) on its held-out cell: the graph gives "
+              "those facts away "
               "(docs/metrics/validity.md).", ""]
     lines += [f"> **Warning.** {w}" + "\n" for w in warnings]
     lines += [val_md,

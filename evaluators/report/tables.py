@@ -75,14 +75,41 @@ def validity_table(runs: list[Run]) -> pd.DataFrame:
                                 for f in ("value", "ci_low", "ci_high")},
                              "n_planted": (v.get("planted") or {}).get("n"),
                              "n_held_out": (v.get("held_out") or {}).get("n"),
+                             **_guess_columns(v),
                              **_null_columns(v.get("subject_blind")),
                              **_shuffle_columns(v.get("link_shuffle")),
                              **_subject_only_columns(v.get("subject_only"))})
     cols = ["dataset", "method", "model", "setting", "estimator", "accuracy_means",
             "score_means"] + [f"{k}_{f}" for k in ("planted", "held_out", "difference", "auroc")
                               for f in ("value", "ci_low", "ci_high")] + \
-        ["n_planted", "n_held_out"] + NULL_COLUMNS + SHUFFLE_COLUMNS + SUBJECT_COLUMNS
+        ["n_planted", "n_held_out"] + GUESS_COLUMNS + NULL_COLUMNS + SHUFFLE_COLUMNS + \
+        SUBJECT_COLUMNS
     return pd.DataFrame(rows, columns=cols)
+
+
+# The AUROC below which a validity block whose held-out facts are answered above chance is
+# flagged: the level the project's acceptance checks ask of every method (docs/planting.md)
+GUESSABLE_BELOW = 0.9
+GUESS_COLUMNS = ["held_out_chance", "guessable"]
+
+
+def _guess_columns(v: dict) -> dict:
+    """Whether the held-out facts are answered above chance (their accuracy's interval wholly
+    above ``held_out_chance``) while the AUROC is under GUESSABLE_BELOW: facts never taught
+    that the graph gives away (names holding the answer, inverse relations) cap the AUROC.
+
+    >>> _guess_columns({"held_out": {"value": 0.5, "ci_low": 0.39, "ci_high": 0.61},
+    ...                 "auroc": {"value": 0.837}, "held_out_chance": 0.167})["guessable"]
+    True
+    >>> _guess_columns({"held_out": {"value": 0.155, "ci_low": 0.107, "ci_high": 0.205},
+    ...                 "auroc": {"value": 0.997}, "held_out_chance": 0.05})["guessable"]
+    False
+    """
+    chance, low = v.get("held_out_chance"), (v.get("held_out") or {}).get("ci_low")
+    auroc = (v.get("auroc") or {}).get("value")
+    return {"held_out_chance": chance,
+            "guessable": None if None in (chance, low, auroc)
+            else bool(low > chance and auroc < GUESSABLE_BELOW)}
 
 
 NULL_COLUMNS = ["null_auroc_value", "null_auroc_ci_low", "null_auroc_ci_high", "null_reason",

@@ -51,7 +51,10 @@ def zp_lke_metrics(outputs: pd.DataFrame, planted: dict | None, cfg, *,
     response accuracy, per-position probabilities and validity."""
     kw = dict(resamples=options.resamples, seed=options.seed)
     preds = mc_predictions(outputs, cfg, method)
-    facts = Z.per_fact(Z.main_n(preds))
+    # each question's accuracy by chance, 1 / its choices: the held-out half's is recorded
+    # beside its accuracy (a graph whose names give held-out answers away shows it)
+    facts = Z.per_fact(Z.main_n(preds.assign(chance=1.0 / preds["options"])),
+                       ["correct", "gold_prob", "chance"])
     out: dict = {"method": method, "facts": int(facts["fact_id"].nunique()),
                  "questions": int(len(preds)), "options": options.as_dict(),
                  "mc_accuracy": Z.mc_accuracy(preds, **kw),
@@ -66,7 +69,7 @@ def zp_lke_metrics(outputs: pd.DataFrame, planted: dict | None, cfg, *,
     out["validity"] = validity(facts, planted, column="correct", score="gold_prob",
                                accuracy_means="multiple-choice correct (mean over seeds)",
                                score_means="gold probability normalised over the choices",
-                               **kw)
+                               chance="chance", **kw)
     resp = outputs[outputs["stage"] == "response"] if "stage" in outputs.columns else None
     if resp is not None and len(resp):
         keys = [k for k in ("fact_id", "seed", "n_examples", "template_id")

@@ -21,6 +21,8 @@ from factprobe.evaluators.report.html.facts import (
 )
 from factprobe.evaluators.report.markdown import (
     fmt,
+    guess_flag,
+    is_guessable,
     null_flag,
     planted_warnings,
     shuffle_flag,
@@ -69,6 +71,7 @@ def overview(runs: list[Run], board: pd.DataFrame, rel_table: pd.DataFrame,
                              and bool(v["shuffle_flag"]) else None)
         x["subject_flag"] = (subject_flag(v) if not _missing(v["subject_only_leans"])
                              else None)
+        x["guess_flag"] = guess_flag(v) if is_guessable(v) else None
     rel = _records(rel_table, ("value", "ci_low", "ci_high", "n"))
     for x, (_, r) in zip(rel, rel_table.iterrows()):
         x["text"] = fmt(r["value"], r["ci_low"], r["ci_high"])

@@ -65,8 +65,11 @@ function renderValidity() {
     ...["planted", "held_out", "difference", "auroc"].map((k) => ({
       label: {planted: "planted", held_out: "held-out", difference: "difference",
         auroc: "AUROC"}[k], cls: k === "difference" ? "num secondary" : "num", descFirst: true,
-      value: (r) => r[`${k}_value`], cell: (r) => el("span", {"data-validity": k,
-        "data-value": r[`${k}_value`]}, r.text[k])})),
+      value: (r) => r[`${k}_value`], cell: (r) => {
+        const flagged = k === "held_out" && r.guess_flag;
+        return el("span", {"data-validity": k, "data-value": r[`${k}_value`],
+          class: flagged ? "bad" : ""}, r.text[k] + (flagged ? " (!)" : ""));
+      }})),
     {label: "subject-blind AUROC", cls: "num", value: (r) => r.null_auroc_value,
       cell: (r) => el("span", {"data-validity": "null_auroc", "data-value": r.null_auroc_value,
         class: r.familiarity ? "bad" : ""}, nullCell(r))},
@@ -88,6 +91,8 @@ function renderValidity() {
   $("validity").append(fitted(sortableTable(cols, rows, {cls: "validity"})));
   for (const r of rows) {
     const where = `${r.method} on ${r.dataset}, ${settingName(r.model, r.setting)}, ${r.estimator}`;
+    if (r.guess_flag) $("validity-flags").append(el("li", {}, el("b", {}, where),
+      `: ${r.guess_flag}`));
     if (r.familiarity) $("validity-flags").append(el("li", {}, el("b", {}, where),
       `: ${r.null_flag}`));
     else if (r.null_auroc_value === null && r.null_reason)
