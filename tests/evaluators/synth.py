@@ -235,3 +235,17 @@ def model_dir(root: Path, planted: dict, name: str = "planted") -> Path:
     d.mkdir(parents=True, exist_ok=True)
     (d / "planted.json").write_text(json.dumps(planted), encoding="utf-8")
     return d
+
+
+def zp_lke_report(root: Path, outputs: pd.DataFrame, planted: dict) -> tuple[dict, str, Path]:
+    """One ZP-LKE run on a planted model of ``planted``, through ``factprobe report --html``:
+    its validity block (the report's metrics.json), report.md's text and the report folder."""
+    from tests.evaluators.report.test_report_cli import cli
+    model = model_dir(root, planted)
+    write_run(root / "runs" / "z", "zp-lke", outputs, dataset="mc", model_dir=model)
+    out = root / "rep"
+    proc = cli("report", "--results", str(root / "runs"), "--out", str(out), "--no-plots",
+               "--html", "--bootstrap", "200")
+    assert proc.returncode == 0, proc.stderr
+    metrics = json.loads(next((out / "runs").rglob("metrics.json")).read_text())
+    return metrics["validity"], (out / "report.md").read_text(), out

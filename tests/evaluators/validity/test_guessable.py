@@ -5,13 +5,10 @@ and on the page. Worked out by hand on synthesized ZP-LKE runs: 10 planted and 1
 facts of one relation, 8 choices each (chance 1/8)."""
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 import pytest
 
 from tests.evaluators import synth
-from tests.evaluators.report.test_report_cli import cli
 
 PLANTED = [f"p{i}" for i in range(10)]
 HELD = [f"h{i}" for i in range(10)]
@@ -35,16 +32,10 @@ def _run(gold_and_rest) -> pd.DataFrame:
 
 
 def _report(tmp_path, name, fn):
-    model = synth.model_dir(tmp_path / name, {"planted": PLANTED, "held_out": HELD})
-    synth.write_run(tmp_path / name / "runs" / "z", "zp-lke", _run(fn), dataset="mc",
-                    model_dir=model)
-    out = tmp_path / name / "rep"
-    proc = cli("report", "--results", str(tmp_path / name / "runs"), "--out", str(out),
-               "--no-plots", "--html", "--bootstrap", "200")
-    assert proc.returncode == 0, proc.stderr
-    metrics = json.loads(next((out / "runs").rglob("metrics.json")).read_text())
-    return (metrics["validity"], (out / "report.md").read_text(),
-            (out / "index.html").read_text())
+    """The validity block, report.md and the page of one run whose facts ``fn`` scores."""
+    v, md, out = synth.zp_lke_report(tmp_path / name, _run(fn),
+                                     {"planted": PLANTED, "held_out": HELD})
+    return v, md, (out / "index.html").read_text()
 
 
 def sure(f):                  # all the mass on the gold

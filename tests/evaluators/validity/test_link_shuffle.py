@@ -41,15 +41,7 @@ def familiar(f, o):         # every question favours the planted golds, whatever
 
 
 def _report(tmp_path, name, fn):
-    model = synth.model_dir(tmp_path / name, {"planted": PLANTED, "held_out": HELD})
-    synth.write_run(tmp_path / name / "runs" / "z", "zp-lke", _run(fn), dataset="mc",
-                    model_dir=model)
-    out = tmp_path / name / "rep"
-    proc = cli("report", "--results", str(tmp_path / name / "runs"), "--out", str(out),
-               "--no-plots", "--html", "--bootstrap", "200")
-    assert proc.returncode == 0, proc.stderr
-    metrics = json.loads(next((out / "runs").rglob("metrics.json")).read_text())
-    return metrics["validity"], (out / "report.md").read_text(), out
+    return synth.zp_lke_report(tmp_path / name, _run(fn), {"planted": PLANTED, "held_out": HELD})
 
 
 def test_donors_stay_in_their_relation_and_half():
