@@ -127,32 +127,9 @@ def old_blocks(tokenizer, docs, block: int):
 
 def old_masked_batches(encoded, specials, pad_id, mask_id, seed, epoch, batch_size):
     import numpy as np
-    import torch
-    rng = np.random.default_rng([seed, epoch])
-    rows = []
-    for ids, lo, hi in encoded:
-        target = [lo <= i < hi or (ids[i] not in specials and rng.random() < 0.05)
-                  for i in range(len(ids))]
-        rows.append((ids, target))
-    order = rng.permutation(len(rows))
-    rows = [rows[i] for i in order]
-    bs = batch_size * 16
-    out = []
-    for i in range(0, len(rows), bs):
-        chunk = rows[i:i + bs]
-        width = max(len(r[0]) for r in chunk)
-        ids = torch.full((len(chunk), width), pad_id)
-        labels = torch.full((len(chunk), width), -100)
-        attn = torch.zeros((len(chunk), width), dtype=torch.long)
-        for j, (r, tgt) in enumerate(chunk):
-            ids[j, :len(r)] = torch.tensor(r)
-            attn[j, :len(r)] = 1
-            for k, is_t in enumerate(tgt):
-                if is_t:
-                    labels[j, k] = r[k]
-                    ids[j, k] = mask_id
-        out.append((ids, attn, labels))
-    return out
+    from tests.probes.planting.old_paths import old_masks
+    return old_masks(encoded, specials, pad_id, mask_id, np.random.default_rng([seed, epoch]),
+                     batch_size * 16)[0]
 
 
 def train_causal_old(facts, cur, forms, cfg):

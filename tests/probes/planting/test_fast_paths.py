@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from factprobe.probes.planting.stopping import Check
+from tests.probes.planting.old_paths import old_masks
 
 torch = pytest.importorskip("torch")
 
@@ -122,33 +123,6 @@ def test_the_masked_check_reads_what_the_full_logits_gave():
         assert batches_accuracy(model, masked_batches(tok, checks, batch)) == \
             sum(hits) / len(hits)
     assert [batches_accuracy(model, masked_batches(tok, [c])) == 1.0 for c in checks] == hits
-
-
-def old_masks(encoded, specials, pad_id, mask_id, rng, bs):
-    """The per-token loop the MaskTable replaced (masked.py before issue 30)."""
-    rows = []
-    for ids, lo, hi in encoded:
-        target = [lo <= i < hi or (ids[i] not in specials and rng.random() < 0.05)
-                  for i in range(len(ids))]
-        rows.append((ids, target))
-    order = rng.permutation(len(rows))
-    rows = [rows[i] for i in order]
-    out = []
-    for i in range(0, len(rows), bs):
-        chunk = rows[i:i + bs]
-        width = max(len(r[0]) for r in chunk)
-        ids = torch.full((len(chunk), width), pad_id)
-        labels = torch.full((len(chunk), width), -100)
-        attn = torch.zeros((len(chunk), width), dtype=torch.long)
-        for j, (r, tgt) in enumerate(chunk):
-            ids[j, :len(r)] = torch.tensor(r)
-            attn[j, :len(r)] = 1
-            for k, is_t in enumerate(tgt):
-                if is_t:
-                    labels[j, k] = r[k]
-                    ids[j, k] = mask_id
-        out.append((ids, attn, labels))
-    return out, rng.random()                  # and where the generator was left
 
 
 def test_the_mask_table_draws_the_masks_of_the_per_token_loop():
