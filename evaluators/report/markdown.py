@@ -67,7 +67,8 @@ def validity_markdown(val_table: pd.DataFrame) -> str:
                      "estimator": x["estimator"],
                      "planted": fmt(x["planted_value"], x["planted_ci_low"], x["planted_ci_high"]),
                      "held-out": fmt(x["held_out_value"], x["held_out_ci_low"],
-                                     x["held_out_ci_high"]) + (" (!)" if is_guessable(x) else ""),
+                                     x["held_out_ci_high"])
+                     + (" (!)" if is_guessable(x) else ""),
                      "difference": fmt(x["difference_value"], x["difference_ci_low"],
                                        x["difference_ci_high"]),
                      "AUROC": fmt(x["auroc_value"], x["auroc_ci_low"], x["auroc_ci_high"]),
@@ -150,7 +151,7 @@ def guess_flag(x) -> str:
             f"never taught, so the graph gives them away (names that hold the answer, "
             f"relations that are each other's inverse). That caps the AUROC whatever the "
             f"estimator does; more choices (mc.choices) weigh such facts less "
-            f"(docs/planting.md).")
+            f"(docs/metrics/validity.md).")
 
 
 def familiarity_flags(val_table: pd.DataFrame) -> str:
