@@ -38,7 +38,13 @@ TEST_WORKERS ?= 3
 FAST_WORKERS ?= 2
 workers = $(if $(filter 1,$(1)),-p no:xdist,-n $(1) --dist loadfile --no-loadscope-reorder)
 
+# The first `make test` on a machine also builds llama.cpp's server (`llama-server` below, once:
+# a stamp in the environment remembers it), which the llama.cpp tests need; where the build
+# fails they skip and say why. LLAMA=0 leaves the build out.
+LLAMA ?= 1
+
 test: $(STAMP)
+	$(if $(filter 1,$(LLAMA)),$(MAKE) --no-print-directory llama-server || echo "llama.cpp's server was not built: tests/planted/test_llamacpp.py will skip (LLAMA=0 leaves the build out)" >&2)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest $(call workers,$(TEST_WORKERS))
 
 # The inner loop (under 2 minutes): unit tests and doctests, without the tests marked slow
@@ -62,7 +68,12 @@ bench: $(STAMP)
 # minutes on 2 busy cores; pip caches the wheel), and llama.cpp's convert_hf_to_gguf.py from
 # that same source into .llama/llama.cpp (sentencepiece: the converter imports it).
 LLAMA_DIR ?= .llama
-llama-server: $(STAMP)
+LLAMA_STAMP := $(VENV)/.llama-installed
+llama-server: $(LLAMA_STAMP)
+
+# built once per environment: a change of the Python packages does not rebuild it (delete the
+# stamp to); removing the environment removes both
+$(LLAMA_STAMP): | $(STAMP)
 	mkdir -p $(LLAMA_DIR)
 	$(BIN)/python -m pip download -q --no-deps --no-binary :all: $(PIP_CONSTRAINTS) \
 	  -d $(LLAMA_DIR) llama-cpp-python
@@ -71,6 +82,7 @@ llama-server: $(STAMP)
 	tar -xzf "$$(ls $(LLAMA_DIR)/llama_cpp_python-*.tar.gz | head -1)" -C $(LLAMA_DIR) \
 	  --strip-components 2 --wildcards '*/vendor/llama.cpp/convert_hf_to_gguf.py' \
 	  '*/vendor/llama.cpp/conversion' '*/vendor/llama.cpp/gguf-py'
+	touch $(LLAMA_STAMP)
 
 clean-venv:
 	rm -rf $(VENV)
