@@ -150,7 +150,7 @@ def run_epochs(model, step_batches, checks_acc, cfg, desc: str) -> dict:
     # --threads N fixes the count; by default it follows the load, chosen at start and again
     # after every epoch from what other processes used during it (no bit depends on it, and
     # a job that starts or stops next to a long plant should not decide it once for all)
-    most = getattr(cfg, "micro_batches", 1)
+    most = cfg.micro_batches
     meter = None if cfg.threads else LoadMeter()
     workers = cfg.threads or choose_threads("auto", work_cap=most).threads
     with one_torch_thread(), Gradients(model, workers) as grads:

@@ -1,31 +1,26 @@
 """The rate schedule is counted in epochs of its own: a higher epoch cap extends a run."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 
 import pytest
 
 from factprobe.probes.planting.causal import run_epochs
+from factprobe.probes.planting.config import PlantConfig
 
 torch = pytest.importorskip("torch")
 ADAMW = torch.optim.AdamW
 
 
-@dataclass
-class Cfg:
-    epochs: int | None = None
-    max_epochs: int = 10
-    decay_share: float = 0.5
-    schedule_epochs: int = 4
-    weight_decay: float = 0.0
-    target_accuracy: float = 0.95
-    lr: float = 0.5
-    warmup_steps: int = 1
-    progress: bool = False
-    threads: int = 1
+def Cfg(**changes) -> PlantConfig:
+    """The real training settings, with this file's small ones (no dataset is read)."""
+    return replace(PlantConfig(dataset="", out="", max_epochs=10, decay_share=0.5,
+                               schedule_epochs=4, weight_decay=0.0,
+                               lr=0.5, warmup_steps=1, progress=False, threads=1),
+                   **changes)
 
 
-def rates(monkeypatch, cfg: Cfg) -> list[float]:
+def rates(monkeypatch, cfg: PlantConfig) -> list[float]:
     lrs: list[float] = []
 
     class Recording(ADAMW):

@@ -1,29 +1,24 @@
 """The stopping rule: train until the planted facts are learned, and say when they were not."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 
 import pandas as pd
 import pytest
 
 from factprobe.probes.planting.causal import run_epochs
+from factprobe.probes.planting.config import PlantConfig
 from factprobe.probes.planting.stopping import sample_checks
 
 torch = pytest.importorskip("torch")
 
 
-@dataclass
-class Cfg:
-    epochs: int | None = None
-    max_epochs: int = 10
-    decay_share: float = 0.0
-    schedule_epochs: int = 10
-    weight_decay: float = 0.01
-    target_accuracy: float = 0.95
-    lr: float = 0.1
-    warmup_steps: int = 1
-    progress: bool = False
-    threads: int = 1
+def Cfg(**changes) -> PlantConfig:
+    """The real training settings, with this file's small ones (no dataset is read)."""
+    return replace(PlantConfig(dataset="", out="", max_epochs=10, decay_share=0.0,
+                               schedule_epochs=10, weight_decay=0.01,
+                               lr=0.1, warmup_steps=1, progress=False, threads=1),
+                   **changes)
 
 
 def fake_training(accuracies):
