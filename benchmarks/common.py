@@ -17,8 +17,11 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+# Appended, not put first: the checkout's factprobe/ folder holds only the app layer (setup.py
+# maps builders/, probes/ and evaluators/ under it), so ahead of an installed factprobe it would
+# hide factprobe.probes. The root is on the path for the tests' helpers that some scripts reuse.
 if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+    sys.path.append(str(ROOT))
 
 SYLLABLES = ["ka", "lo", "mer", "vin", "dra", "sel", "tor", "ba", "qui", "nes", "ro", "zel",
              "fa", "du", "ren", "mo", "li", "ska", "vor", "tan", "pe", "gru", "ost", "hal",

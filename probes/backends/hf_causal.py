@@ -69,6 +69,23 @@ def common_prefix_len(seqs: Sequence[Sequence[int]]) -> int:
     return n
 
 
+def keeps_per_row(model) -> bool:
+    """Whether ``model.forward`` honours a per-row (2-D) ``logits_to_keep``: positions per row,
+    or a boolean (rows, width) mask. Transformers' models have it through
+    ``slice_logits_to_keep`` (5.23 does; 5.17 does not); before, their forwards index ``hidden[:, keep, :]``, which
+    takes a 2-D tensor as one table of positions for every row and returns the logits of the
+    wrong positions without an error (transformers 5.17 on a GPU: scores off by up to 6.6
+    nats; on a CPU an IndexError). The forward's own source is read rather than the library's
+    version, because a model class (remote code, an architecture not yet moved over) may slice
+    its own way; where the source cannot be read the answer is no, and every logit is computed
+    and the kept ones selected afterwards: slower, never wrong."""
+    try:
+        source = inspect.getsource(inspect.unwrap(type(model).forward))
+    except (OSError, TypeError):
+        return False
+    return "slice_logits_to_keep(" in source
+
+
 def _chunks(items: list, size: int) -> Iterable[list]:
     for i in range(0, len(items), size):
         yield items[i:i + size]
@@ -97,6 +114,7 @@ class HFCausal(HFBackend):
         self.logit_rows = 0          # positions whose logits scoring computed (FLOP counts)
         self._enc_cache: dict[str, list[int]] = {}
         self._keep_arg = "logits_to_keep" in inspect.signature(model.forward).parameters
+        self._keep_rows = self._keep_arg and keeps_per_row(model)
         self._pairs = PairEncoder(tokenizer, config.add_bos, self.prefix_token_id, self.encode,
                                   self.tokenize)
         self._kind = "cuda" if str(device).startswith("cuda") else "cpu"
@@ -156,14 +174,14 @@ class HFCausal(HFBackend):
         full_mask = torch.cat([past_mask, mask], dim=1) if past_mask is not None else mask
         kwargs = {}
         last = torch.tensor(lens, device=self.device) - 1
-        if last_only and self._keep_arg:
+        if last_only and self._keep_rows:
             kwargs["logits_to_keep"] = last[:, None]
         out = self.model(input_ids=ids, attention_mask=full_mask, position_ids=positions,
                          past_key_values=past, use_cache=True, **kwargs)
         self.count(tokens_computed=sum(lens))
         logits = out.logits
         if last_only:
-            logits = logits[:, 0] if self._keep_arg else logits[torch.arange(n), last]
+            logits = logits[:, 0] if self._keep_rows else logits[torch.arange(n), last]
         return logits, out.past_key_values, full_mask
 
     def _prefix(self, seqs: list[list[int]]):
@@ -308,7 +326,7 @@ class HFCausal(HFBackend):
                                  allowed], 2)
         mask = torch.zeros(allowed.shape, dtype=dtype, device=dev)
         mask.masked_fill_(~allowed, torch.finfo(dtype).min)
-        if not self._keep_arg:
+        if not self._keep_rows:
             keep, where = None, b.keep_index()
         elif self._kind == "cuda":   # positions, not a boolean mask: no host sync
             slots, where = b.keep_slots()
