@@ -79,6 +79,7 @@ def keeps_per_row(model) -> bool:
     version, because a model class (remote code, an architecture not yet moved over) may slice
     its own way; where the source cannot be read the answer is no, and every logit is computed
     and the kept ones selected afterwards: slower, never wrong."""
+    model = getattr(model, "_orig_mod", model)     # torch.compile's wrapper: read the model's
     try:
         source = inspect.getsource(inspect.unwrap(type(model).forward))
     except (OSError, TypeError):

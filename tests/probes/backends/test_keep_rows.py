@@ -53,6 +53,9 @@ def test_the_slicing_is_read_from_the_forward(tiny_causal_dir):
     assert keeps_per_row(new.model) == new._keep_rows == honours
     assert not keeps_per_row(old.model) and not old._keep_rows
     assert old._keep_arg              # the int form (last position only) still goes through
+    # a torch.compile'd model is read through its wrapper (compiling is lazy: nothing runs)
+    assert keeps_per_row(torch.compile(new.model)) == honours
+    assert not keeps_per_row(torch.compile(old.model))
 
 
 @pytest.mark.parametrize("path", ["mask", "slots"])
