@@ -35,14 +35,12 @@ def digest(*parts: object, files: Iterable[Path] = ()) -> str:
 
 
 def built_once(tmp_path_factory, name: str, key: str, build: Callable[[Path], object]) -> Path:
-    """A folder ``build`` filled, built once per test run for all workers; without xdist, in
-    this session's own temporary folder as a session fixture always was."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        folder = tmp_path_factory.mktemp(name)
-        build(folder)
-        return folder
-    # every worker's basetemp is <run>/popen-gwN: their parent is this run's alone
-    root = tmp_path_factory.getbasetemp().parent / "built-once"
+    """A folder ``build`` filled, built once per test run for all workers (and for every
+    fixture that asks with the same key)."""
+    base = tmp_path_factory.getbasetemp()
+    # every xdist worker's basetemp is <run>/popen-gwN: their parent is this run's alone;
+    # without xdist the session's own basetemp is
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "built-once"
     root.mkdir(exist_ok=True)
     folder, done = root / f"{name}-{key}", root / f"{name}-{key}.done"
     with FileLock(str(root / f"{name}-{key}.lock")):
