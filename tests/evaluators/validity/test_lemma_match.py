@@ -45,29 +45,3 @@ def test_the_run_s_choice_reaches_the_metrics(tmp_path):
            for p in (tmp_path / "rep" / "runs").rglob("metrics.json")}
     assert acc["any"] == 1.0 and acc["contiguous"] < 1.0
 
-
-def test_a_report_process_lemmatises_without_loading_torch(tmp_path):
-    """`factprobe report` runs no model: spaCy comes in without torch (thinc would import it
-    at start), the lemmas and so the metrics are the ones a process with torch loaded gets,
-    and torch still imports afterwards."""
-    import os
-    import subprocess
-    import sys
-
-    import numpy as np
-    out = synth.icl_outputs(np.random.default_rng(3), contexts=("zero",))
-    synth.write_run(tmp_path / "runs" / "icl", "belief-icl", out, dataset="mp")
-    args = ["report", "--results", str(tmp_path / "runs"), "--no-plots", "--bootstrap", "20",
-            "--quiet"]
-    code = ("import sys\nfrom factprobe.cli.app import main\n"
-            f"assert main({[*args, '--out', str(tmp_path / 'alone')]!r}) == 0\n"
-            "print(sorted(m for m in ('spacy', 'thinc', 'torch') if m in sys.modules))\n"
-            "import torch\nprint(float(torch.ones(2).sum()))\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == ["['spacy', 'thinc']", "2.0"]
-    import torch  # noqa: F401  (the comparison run: spaCy as a process with torch has it)
-    assert cli(*args, "--out", str(tmp_path / "with")).returncode == 0
-    for name in ("metrics.json", "report.json"):
-        assert (tmp_path / "alone" / name).read_bytes() == (tmp_path / "with" / name).read_bytes()
