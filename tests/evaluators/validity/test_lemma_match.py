@@ -44,4 +44,3 @@ def test_the_run_s_choice_reaches_the_metrics(tmp_path):
     acc = {p.parent.name: json.loads(p.read_text())["contexts"]["zero"]["accuracy"]["value"]
            for p in (tmp_path / "rep" / "runs").rglob("metrics.json")}
     assert acc["any"] == 1.0 and acc["contiguous"] < 1.0
-
