@@ -32,6 +32,8 @@ import pytest
 import yaml
 
 from tests.packages import folders
+# tests/planted's world and causal model as fixtures here too (built once for the run)
+from tests.planted.conftest import causal_model, planted, world  # noqa: F401
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "docs" / "examples" / "gold_prob"
@@ -365,19 +367,18 @@ def test_a_metric_is_first_class(copy):
 
 
 
-def test_a_planted_model_validates_it(copy):
+def test_a_planted_model_validates_it(copy, world, causal_model):
     """The new method's validity check on a planted model (tests/planted/'s world and
-    settings): taught facts above held-out ones, the subject-blind null near chance."""
+    model, planted once for the run: the copy's own code evaluates it): taught facts above
+    held-out ones, the subject-blind null near chance."""
     repo = copy[0]
+    assert planted(causal_model)["converged"], planted(causal_model)["planted_accuracy"]
     py(copy, """
+        import sys
         from pathlib import Path
-        from tests.planted.conftest import CAUSAL, build_world, evaluate, plant, planted
-        Path("pw").mkdir()
-        world = build_world(Path("pw"))
-        model = plant(world, Path("pw-model"), *CAUSAL)
-        assert planted(model)["converged"], planted(model)["planted_accuracy"]
-        evaluate("gold-prob", world["mc"], model, Path("pw-run"))
-        """)
+        from tests.planted.conftest import evaluate
+        evaluate("gold-prob", Path(sys.argv[1]), Path(sys.argv[2]), Path("pw-run"))
+        """, str(world["mc"]), str(causal_model))
     from tests.planted.conftest import assert_valid
     v = json.loads((repo / "pw-run" / "metrics.json").read_text())["validity"]
     assert_valid(v)

@@ -9,14 +9,43 @@ confidence match two ways (either inside the other). Lemmas are cached per strin
 """
 from __future__ import annotations
 
+import sys
+
 _NLP = None
+# Whether spaCy may be imported with torch hidden: set by a command that is a process of its
+# own and never runs a model (``factprobe report``), see :func:`_import_spacy`.
+_TORCH_FREE = False
+
+
+def torch_free_process() -> None:
+    """Say that this process never loads torch, so spaCy is imported without it."""
+    global _TORCH_FREE
+    _TORCH_FREE = True
+
+
+def _import_spacy():
+    """spaCy, without torch in a torch-free process where torch is not loaded yet. spaCy's
+    thinc imports torch at start only to offer torch layers, which a blank pipeline's lookup
+    lemmatizer never uses: 1.8 of the 2.9 CPU-s the import took (`factprobe report`'s whole
+    stage: 10.5). thinc then records torch as absent for the life of the process, hence only
+    where the caller said the process is its own; a later ``import torch`` works as ever."""
+    if not _TORCH_FREE or "torch" in sys.modules or "thinc" in sys.modules:
+        import spacy
+        return spacy
+    sys.modules["torch"] = None       # `import torch` raises ImportError, as if not installed
+    try:
+        import spacy
+    finally:
+        if "torch" in sys.modules and sys.modules["torch"] is None:
+            del sys.modules["torch"]
+    return spacy
 
 
 def _nlp():
     global _NLP
     if _NLP is None:
         try:
-            import spacy
+            spacy = _import_spacy()
             nlp = spacy.blank("en")
             nlp.add_pipe("lemmatizer", config={"mode": "lookup"})
             nlp.initialize()

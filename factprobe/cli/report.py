@@ -72,8 +72,10 @@ def register(subparsers, common) -> None:
 
 
 def _run(args) -> str:
+    from factprobe.evaluators.metrics import lemmas
     from factprobe.evaluators.metrics.suite import MetricsOptions
     from factprobe.evaluators.report.build import ReportConfig, build_report
+    lemmas.torch_free_process()      # a report runs no model: spaCy without torch (1.8 CPU-s)
     opts = MetricsOptions(resamples=args.bootstrap, seed=args.seed, samplings=args.samplings,
                           bins=args.bins, alphas=tuple(args.alphas))
     out = build_report(ReportConfig(results=tuple(args.results), out=args.out,

@@ -9,6 +9,7 @@ import pytest
 
 from tests.conftest import WIKIDATA_MINI
 from tests.contract.harness import run
+from tests.shared_cache import built_once, digest
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data" / "kg" / "sample.ttl"
@@ -32,7 +33,14 @@ BUILD = [
 
 @pytest.fixture(scope="session")
 def workspace_template(tmp_path_factory, tiny_causal_dir, tiny_masked_dir) -> Path:
-    ws = tmp_path_factory.mktemp("contract-ws")
+    """Built once for every xdist worker of the run (tests/shared_cache.py): tests read it or
+    copy it (``workspace``), never change it."""
+    key = digest(BUILD, files=[SAMPLE, TEMPLATES, tiny_causal_dir, tiny_masked_dir])
+    return built_once(tmp_path_factory, "contract-ws", key,
+                      lambda ws: _build_workspace(ws, tiny_causal_dir, tiny_masked_dir))
+
+
+def _build_workspace(ws: Path, tiny_causal_dir: Path, tiny_masked_dir: Path) -> Path:
     for name, argv in BUILD:
         proc = run([*argv, "--out", name, "--quiet"], cwd=ws)
         assert proc.returncode == 0, f"building {name}: {proc.stderr}"

@@ -6,7 +6,9 @@ facts are learned, a masked one for BELIEF, and a causal one given a single epoc
 nothing: every method's validity must fail on it).
 
 The planted models are session-scoped: each test module runs its own method on them, and
-planting once keeps the modules within seconds of each other (a plant is about 25 CPU-s)."""
+planting once keeps the modules within seconds of each other (a plant is about 25 CPU-s).
+Under pytest-xdist the world and each model are built once for all workers
+(tests/shared_cache.py), keyed by the exact inputs of the build."""
 from __future__ import annotations
 
 import json
@@ -17,6 +19,7 @@ import pytest
 
 from factprobe.core.tables import base_manifest, read_table, write_dataset
 from factprobe.cli.app import main
+from tests.shared_cache import built_once, digest
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPH = ROOT / "data" / "kg" / "sample.ttl"
@@ -81,7 +84,9 @@ def planted(model: Path) -> dict:
 
 @pytest.fixture(scope="session")
 def world(tmp_path_factory) -> dict[str, Path]:
-    return build_world(tmp_path_factory.mktemp("planted-world"))
+    t = built_once(tmp_path_factory, "planted-world", digest(files=[GRAPH, TEMPLATES]),
+                   build_world)
+    return {p.name: p for p in t.iterdir()}
 
 
 # Validity thresholds. With 16 planted and 16 held-out test facts, a score that knows nothing
@@ -100,9 +105,17 @@ def plant(world: dict, out: Path, *args: str) -> Path:
     return out
 
 
+def planted_once(world: dict, tmp_path_factory, name: str, *args: str) -> Path:
+    """``plant(world, .../model, *args)``, once for all workers of the run: the key is the
+    arguments, the dataset and the templates, every input the plant reads."""
+    key = digest(*args, files=[world["mc"], TEMPLATES])
+    return built_once(tmp_path_factory, name, key,
+                      lambda folder: plant(world, folder / "model", *args)) / "model"
+
+
 @pytest.fixture(scope="session")
 def causal_model(world, tmp_path_factory) -> Path:
-    out = plant(world, tmp_path_factory.mktemp("causal") / "model", *CAUSAL)
+    out = planted_once(world, tmp_path_factory, "causal", *CAUSAL)
     meta = planted(out)
     # the stopping rule ended the run: the planted facts are learned
     assert meta["converged"] and meta["planted_accuracy"][-1] >= 0.95, meta["planted_accuracy"]
@@ -112,7 +125,7 @@ def causal_model(world, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def masked_model(world, tmp_path_factory) -> Path:
     """The masked sibling (BELIEF): params.yaml's plant_masked settings at width 64."""
-    out = plant(world, tmp_path_factory.mktemp("masked") / "model", "--masked", *MASKED)
+    out = planted_once(world, tmp_path_factory, "masked", "--masked", *MASKED)
     meta = planted(out)
     assert meta["converged"] and meta["planted_accuracy"][-1] >= 0.95, meta["planted_accuracy"]
     return out
@@ -125,15 +138,15 @@ BLANK = ("--epochs", "1", "--lr", "1e-9")
 
 @pytest.fixture(scope="session")
 def blank_model(world, tmp_path_factory) -> Path:
-    out = plant(world, tmp_path_factory.mktemp("blank") / "model", *CAUSAL[:-4], *BLANK)
+    out = planted_once(world, tmp_path_factory, "blank", *CAUSAL[:-4], *BLANK)
     assert planted(out)["planted_accuracy"][-1] < 0.1
     return out
 
 
 @pytest.fixture(scope="session")
 def blank_masked(world, tmp_path_factory) -> Path:
-    out = plant(world, tmp_path_factory.mktemp("blank-masked") / "model", "--masked",
-                *MASKED[:-2], *BLANK)
+    out = planted_once(world, tmp_path_factory, "blank-masked", "--masked", *MASKED[:-2],
+                       *BLANK)
     assert planted(out)["planted_accuracy"][-1] < 0.1
     return out
 

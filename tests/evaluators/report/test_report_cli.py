@@ -306,3 +306,27 @@ def test_eval_metrics_json_agrees_with_an_independent_computation(tmp_path, tiny
     again = tmp_path / "rep" / "runs" / "tiny" / method / "run" / "metrics.json"
     assert (out / "metrics.json").read_bytes() == again.read_bytes()
     assert "differs from the recomputed" not in (tmp_path / "rep" / "report.md").read_text()
+
+
+def test_a_report_process_lemmatises_without_loading_torch(tmp_path):
+    """`factprobe report` runs no model: spaCy comes in without torch (thinc would import it
+    at start), the lemmas and so the metrics are the ones a process with torch loaded gets,
+    and torch still imports afterwards."""
+    import os
+    import sys
+    out = synth.icl_outputs(np.random.default_rng(3), contexts=("zero",))
+    synth.write_run(tmp_path / "runs" / "icl", "belief-icl", out, dataset="mp")
+    args = ["report", "--results", str(tmp_path / "runs"), "--no-plots", "--bootstrap", "20",
+            "--quiet"]
+    code = ("import sys\nfrom factprobe.cli.app import main\n"
+            f"assert main({[*args, '--out', str(tmp_path / 'alone')]!r}) == 0\n"
+            "print(sorted(m for m in ('spacy', 'thinc', 'torch') if m in sys.modules))\n"
+            "import torch\nprint(float(torch.ones(2).sum()))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["['spacy', 'thinc']", "2.0"]
+    import torch  # noqa: F401  (the comparison run: spaCy as a process with torch has it)
+    assert cli(*args, "--out", str(tmp_path / "with")).returncode == 0
+    for name in ("metrics.json", "report.json"):
+        assert (tmp_path / "alone" / name).read_bytes() == (tmp_path / "with" / name).read_bytes()
