@@ -45,6 +45,8 @@ def _backends(folder):
     return HFCausal(new, tok, "cpu", cfg), HFCausal(old, tok, "cpu", cfg)
 
 
+# importing torch.compile's machinery warns of torch.jit's deprecation; nothing of ours
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_the_slicing_is_read_from_the_forward(tiny_causal_dir):
     from transformers import modeling_utils
     new, old = _backends(tiny_causal_dir)
