@@ -72,12 +72,13 @@ def common_prefix_len(seqs: Sequence[Sequence[int]]) -> int:
 def keeps_per_row(model) -> bool:
     """Whether ``model.forward`` honours a per-row (2-D) ``logits_to_keep``: positions per row,
     or a boolean (rows, width) mask. Transformers' models have it through
-    ``slice_logits_to_keep`` (5.23 does; 5.17 does not); before, their forwards index ``hidden[:, keep, :]``, which
-    takes a 2-D tensor as one table of positions for every row and returns the logits of the
-    wrong positions without an error (transformers 5.17 on a GPU: scores off by up to 6.6
-    nats; on a CPU an IndexError). The forward's own source is read rather than the library's
-    version, because a model class (remote code, an architecture not yet moved over) may slice
-    its own way; where the source cannot be read the answer is no, and every logit is computed
+    ``slice_logits_to_keep`` (5.23 does; 5.17 does not); before, their forwards index
+    ``hidden[:, keep, :]``, which takes a 2-D tensor as one table of positions for every row
+    and returns the logits of the wrong positions without an error (transformers 5.17 on a
+    GPU: scores off by up to 6.6 nats; on a CPU an IndexError). The forward's own source is
+    read rather than the library's version, because a model class (remote code, an
+    architecture not yet moved over) may slice its own way; where the source cannot be read,
+    or a subclass's forward only calls its parent's, the answer is no, and every logit is computed
     and the kept ones selected afterwards: slower, never wrong."""
     model = getattr(model, "_orig_mod", model)     # torch.compile's wrapper: read the model's
     try:

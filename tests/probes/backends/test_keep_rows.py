@@ -1,5 +1,5 @@
-"""A model whose forward slices ``logits_to_keep`` the transformers 5.17 way (one table of positions for
-every row) is scored and decoded through full logits, and gives the same numbers. With
+"""A model whose forward slices ``logits_to_keep`` the transformers 5.17 way (one table of
+positions for every row) is scored and decoded through full logits, and gives the same numbers. With
 transformers 5.17 on a GPU, handing such a forward a per-row table returned the logits of the
 wrong positions: ZP-LKE scores off by up to 6.6 nats, and generation stopped on a device assert."""
 from __future__ import annotations
