@@ -115,20 +115,31 @@ def null_of(blind_block: dict | None, why: str = "", what: str = "the subject-bl
     0): its AUROC would be 0.5 by ties alone, whatever the probe does, and could never be
     flagged.
 
+    ``leans`` is the null's flag, as the report raises it: the half a null that is off
+    favours (:func:`null_leans`), None when it is not off or is undefined. A link-shuffle
+    null is off only towards planted facts: below 0.5 is what a probe that reads the link
+    gives.
+
     >>> half = {"value": 0.5, "ci_low": 0.3, "ci_high": 0.7, "n": 4}
     >>> null_of({"planted": half, "held_out": half, "difference": {"value": 0.0},
     ...          "auroc": {"value": 0.5, "ci_low": 0.3, "ci_high": 0.7},
     ...          "score_means": "p"})["auroc"]
     {'value': 0.5, 'ci_low': 0.3, 'ci_high': 0.7}
-    >>> null_of({}, "no anchor")
-    {'auroc': {'value': None, 'ci_low': None, 'ci_high': None}, 'reason': 'no anchor'}
+    >>> low = {"planted": half, "held_out": half,
+    ...        "auroc": {"value": 0.1, "ci_low": 0.05, "ci_high": 0.2}}
+    >>> null_of(low)["leans"], null_of(low, what="the link-shuffle")["leans"]
+    ('held_out', None)
+    >>> null_of({}, "no anchor")  # doctest: +NORMALIZE_WHITESPACE
+    {'auroc': {'value': None, 'ci_low': None, 'ci_high': None}, 'reason': 'no anchor',
+     'leans': None}
     >>> zero = {"value": 0.0, "ci_low": 0.0, "ci_high": 0.0, "n": 4}
     >>> null_of({"planted": zero, "held_out": zero, "constant_score": 0.0,
     ...          "auroc": {"value": 0.5, "ci_low": 0.5, "ci_high": 0.5}})["auroc"]["value"]
     """
     if not blind_block:
         return {"auroc": {"value": None, "ci_low": None, "ci_high": None},
-                "reason": why or f"{what} pass gave no planted or held-out fact"}
+                "reason": why or f"{what} pass gave no planted or held-out fact",
+                "leans": None}
     if _named_no_gold(blind_block):
         why = (f"undefined: {what} pass named no planted or held-out fact's gold, every "
                f"score is {blind_block['constant_score']:g}, and ties alone would give 0.5")
@@ -137,8 +148,13 @@ def null_of(blind_block: dict | None, why: str = "", what: str = "the subject-bl
                    "gold it is scored against (every score 0), as a probe that reads the "
                    "link would; ties alone would give 0.5")
         return {**{k: dict(blind_block[k]) for k in ("planted", "held_out")},
-                "auroc": {"value": None, "ci_low": None, "ci_high": None}, "reason": why}
-    return {k: dict(blind_block[k]) for k in ("planted", "held_out", "auroc")}
+                "auroc": {"value": None, "ci_low": None, "ci_high": None}, "reason": why,
+                "leans": None}
+    leans = null_leans(blind_block["auroc"])
+    if what == "the link-shuffle" and leans != "planted":
+        leans = None
+    return {**{k: dict(blind_block[k]) for k in ("planted", "held_out", "auroc")},
+            "leans": leans}
 
 
 def _named_no_gold(block: dict) -> bool:

@@ -167,10 +167,12 @@ def familiarity_flags(val_table: pd.DataFrame) -> str:
             lines.append(f"- **{where}**: {null_flag(x)}")
         elif _missing(x["null_auroc_value"]) and not _missing(x["null_reason"]):
             lines.append(f"- {where}: no subject-blind null ({escape(x['null_reason'])}).")
-        if _shuffle_flagged(x):
-            lines.append(f"- **{where}**: {shuffle_flag(x)}")
+        # each null's flag or its reason for being missing, in index.html's order
+        # (overview.js): a flagged subject-only check must not hide a missing link-shuffle
         if not _missing(x.get("subject_only_leans")):
             lines.append(f"- **{where}**: {subject_flag(x)}")
+        if _shuffle_flagged(x):
+            lines.append(f"- **{where}**: {shuffle_flag(x)}")
         elif _missing(x.get("shuffle_auroc_value")) and not _missing(x.get("shuffle_reason")):
             lines.append(f"- {where}: no link-shuffle null ({escape(x['shuffle_reason'])}).")
     if not lines:
