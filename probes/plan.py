@@ -67,6 +67,10 @@ class Plan:
     # The request meta columns that hold integers (null where a row has none): outputs.parquet
     # keeps them integers (the engine adds its own: option, sample, n_tokens).
     integer_columns: tuple[str, ...] = ()
+    # Facts the probe shows only as in-context examples and never asks about (ZP-LKE's example
+    # pool on a dataset without a train/test split): the subject-blind null keeps their
+    # subjects, as it keeps a split's train facts, and the subject-only check leaves them out.
+    examples_only: frozenset[str] = frozenset()
 
     def size(self) -> int:
         """Requests known before running (a ``build`` stage only adds to a non-empty plan)."""

@@ -36,24 +36,30 @@ COLUMN = "subject_blind"             # outputs.parquet: True on the null pass's 
 PREFIX = "blind_"                    # run.json timings and checkpoint files of its stages
 
 
-def blind_ids(facts: pd.DataFrame, planted: dict) -> pd.Series:
+def blind_ids(facts: pd.DataFrame, planted: dict,
+              examples: frozenset[str] = frozenset()) -> pd.Series:
     """Which facts get the made-up subject: the planted and held-out ones the probe asks about
-    (test facts; every fact of a dataset without a train/test split). Train facts keep their
-    subjects: they are the in-context examples, part of the probe the null must leave as it is.
+    (test facts; on a dataset without a train/test split, every fact but the ``examples``
+    the probe only shows, Plan.examples_only). Train facts and examples keep their subjects:
+    they are the in-context examples, part of the probe the null must leave as it is.
 
     >>> facts = pd.DataFrame({"fact_id": ["a", "b", "c", "d"],
     ...                       "split": ["train", "test", "test", "test"]})
     >>> blind_ids(facts, {"planted": ["a", "b"], "held_out": ["c"]}).tolist()
     [False, True, True, False]
+    >>> nobel = facts.assign(split="")
+    >>> blind_ids(nobel, {"planted": ["a", "b"], "held_out": ["c"]}, frozenset({"b"})).tolist()
+    [True, False, True, False]
     """
     ids = set(planted.get("planted", [])) | set(planted.get("held_out", []))
-    hit = facts["fact_id"].isin(ids)
+    hit = facts["fact_id"].isin(ids) & ~facts["fact_id"].isin(examples)
     if "split" in facts.columns and (facts["split"] != "").any():
         hit &= facts["split"] == "test"
     return hit
 
 
-def blind_facts(facts: pd.DataFrame, planted: dict) -> tuple[pd.DataFrame, int]:
+def blind_facts(facts: pd.DataFrame, planted: dict,
+                examples: frozenset[str] = frozenset()) -> tuple[pd.DataFrame, int]:
     """``facts`` with :data:`NULL_SUBJECT` as the subject of every fact of :func:`blind_ids`
     and no aliases (the subject's every name is the made-up one); and how many facts that is.
     Subject ids stay: they key facts, the model never sees them.
@@ -71,7 +77,7 @@ def blind_facts(facts: pd.DataFrame, planted: dict) -> tuple[pd.DataFrame, int]:
     if NULL_SUBJECT in names:
         raise UserError(f"the dataset has an entity named {NULL_SUBJECT!r}, the made-up name "
                         f"of the subject-blind null; evaluate with --no-subject-blind")
-    hit = blind_ids(facts, planted).to_numpy()
+    hit = blind_ids(facts, planted, examples).to_numpy()
     out = facts.copy()
     out["subject"] = np.where(hit, NULL_SUBJECT, out["subject"].to_numpy(dtype=object))
     if "subject_aliases" in out.columns:
@@ -121,8 +127,12 @@ def _stage(stage: Stage, blind: bool) -> Stage:
 def with_null_pass(plan: Plan, tables: dict[str, pd.DataFrame], planted: dict,
                    make_plan: Callable[[dict[str, pd.DataFrame]], Plan]) -> Plan:
     """``plan`` followed by the same probe (``make_plan``) on ``tables`` with the made-up
-    subject; ``plan`` as it is when no fact of the tables is planted or held out."""
-    facts, n = blind_facts(tables["facts"], planted)
+    subject; ``plan`` as it is when no fact of the tables is planted or held out. The facts
+    ``plan`` only shows as examples (``examples_only``) keep their names: without that, a
+    Nobel-style dataset's null showed the made-up name as every example's subject, and the
+    probe, which never shows a fact as its own example, dropped them all (a zero-shot null of
+    a many-shot probe)."""
+    facts, n = blind_facts(tables["facts"], planted, plan.examples_only)
     if n == 0:
         return plan
     null = make_plan({**tables, "facts": facts})

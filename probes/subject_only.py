@@ -42,8 +42,10 @@ STAGE = "subject_only"
 SCORES = ("period_after_subject", "subject_likelihood")
 
 
-def subject_requests(facts: pd.DataFrame, planted: dict) -> list[ScoreRequest]:
-    """Two requests per planted or held-out test fact, in fact order.
+def subject_requests(facts: pd.DataFrame, planted: dict,
+                     examples: frozenset[str] = frozenset()) -> list[ScoreRequest]:
+    """Two requests per planted or held-out test fact (not one the probe only shows as an
+    example, Plan.examples_only), in fact order.
 
     >>> facts = pd.DataFrame({"fact_id": ["a", "b"], "relation_id": ["r", "r"],
     ...                       "subject": ["Oslo", "Lima"], "split": ["test", "test"]})
@@ -51,7 +53,7 @@ def subject_requests(facts: pd.DataFrame, planted: dict) -> list[ScoreRequest]:
     ...  for r in subject_requests(facts, {"planted": ["a"], "held_out": []})]
     [('Oslo', ('.',), 'period_after_subject'), ('', (' Oslo',), 'subject_likelihood')]
     """
-    hit = blind_ids(facts, planted).to_numpy()
+    hit = blind_ids(facts, planted, examples).to_numpy()
     out = []
     for row, h in zip(facts.itertuples(index=False), hit):
         if not h:
@@ -66,7 +68,8 @@ def subject_requests(facts: pd.DataFrame, planted: dict) -> list[ScoreRequest]:
     return out
 
 
-def masked_requests(facts: pd.DataFrame, planted: dict) -> list[MaskRequest]:
+def masked_requests(facts: pd.DataFrame, planted: dict,
+                    examples: frozenset[str] = frozenset()) -> list[MaskRequest]:
     """The mask-filling equivalents: two requests per planted or held-out test fact.
 
     >>> facts = pd.DataFrame({"fact_id": ["a"], "relation_id": ["r"], "subject": ["Oslo"],
@@ -75,7 +78,7 @@ def masked_requests(facts: pd.DataFrame, planted: dict) -> list[MaskRequest]:
     ...  for r in masked_requests(facts, {"planted": ["a"], "held_out": []})]
     [('Oslo.', 4, 'period_after_subject'), ('Oslo', 0, 'subject_likelihood')]
     """
-    hit = blind_ids(facts, planted).to_numpy()
+    hit = blind_ids(facts, planted, examples).to_numpy()
     out = []
     for row, h in zip(facts.itertuples(index=False), hit):
         if not h:
@@ -109,9 +112,11 @@ def with_subject_only(plan: Plan, facts: pd.DataFrame, planted: dict,
     if "fill_mask" in plan.needs():
         if not {"fill_mask", "mask_each"} <= capabilities:
             return plan
-        kind, reqs = "fill_mask", masked_requests(facts.drop_duplicates("fact_id"), planted)
+        kind, reqs = "fill_mask", masked_requests(facts.drop_duplicates("fact_id"), planted,
+                                                  plan.examples_only)
     elif "score" in capabilities:
-        kind, reqs = "score", subject_requests(facts.drop_duplicates("fact_id"), planted)
+        kind, reqs = "score", subject_requests(facts.drop_duplicates("fact_id"), planted,
+                                               plan.examples_only)
     else:
         return plan
     if not reqs:

@@ -108,6 +108,7 @@ def plan(facts: pd.DataFrame, templates: list[Template], cfg: PromptConfig) -> P
     has_split = "split" in facts.columns and (facts["split"] != "").any()
     mc, gen, skipped = [], [], {}
     used: dict[str, list[str]] = {}
+    shown: set[str] = set()
     for relation in sorted(facts["relation_id"].unique()):
         tpls = pick_templates(by_rel.get(relation, []), cfg.template_id, cfg.template_count,
                               cfg.seed, relation)
@@ -124,6 +125,9 @@ def plan(facts: pd.DataFrame, templates: list[Template], cfg: PromptConfig) -> P
             shots = _examples(train, cfg.fs_examples, cfg.seed, relation, ZPLKEConfig(),
                               "--fs-examples")
             test = test[~test["subject"].isin({x for x, _ in shots})]
+            if not has_split:   # examples drawn from the facts asked about: only shown
+                shown.update(rel_facts.loc[rel_facts["subject"].isin({x for x, _ in shots}),
+                                           "fact_id"])
         if test.empty:
             skipped[relation] = "no test facts"
             continue
@@ -150,7 +154,8 @@ def plan(facts: pd.DataFrame, templates: list[Template], cfg: PromptConfig) -> P
     if gen:
         stages.append(Stage("response", "generate", gen))
     return Plan("prompt", stages, {"skipped_relations": skipped, "templates": used},
-                skipped=skipped, integer_columns=("n_examples",))
+                skipped=skipped, integer_columns=("n_examples",),
+                examples_only=frozenset(shown))
 
 
 def plan_tables(tables: dict[str, pd.DataFrame], cfg: PromptConfig) -> Plan:

@@ -166,6 +166,7 @@ def plan(facts: pd.DataFrame, cfg: ZPLKEConfig) -> Plan:
                         "--seeds does not apply")
     mc, gen, pos = [], [], []
     skipped: dict[str, str] = {}
+    pooled: set[str] = set()
     has_split = "split" in facts.columns and (facts["split"] != "").any()
     if has_split and cfg.example_pool is not None:
         raise UserError("--example-pool is for a dataset without a train/test split (Nobel); "
@@ -177,6 +178,7 @@ def plan(facts: pd.DataFrame, cfg: ZPLKEConfig) -> Plan:
             test = rel_facts[rel_facts["split"] == "test"]
         else:
             train, test = example_pool(rel_facts, relation, cfg)
+            pooled.update(train["fact_id"])
         pool = sorted(rel_facts["object"].unique())
         answers = {s: set(a) for s, a in zip(rel_facts["subject"], rel_facts["answers"])}
         for seed in cfg.seeds:
@@ -214,7 +216,8 @@ def plan(facts: pd.DataFrame, cfg: ZPLKEConfig) -> Plan:
     return Plan("zp-lke", stages, {"requests_per_stage": {st.name: len(st.requests)
                                                           for st in stages}},
                 shorten=lambda r: drop_first_example(r, " , " if cfg.compat else cfg.sep_pair),
-                skipped=skipped, integer_columns=INTEGER_COLUMNS)
+                skipped=skipped, integer_columns=INTEGER_COLUMNS,
+                examples_only=frozenset(pooled))
 
 
 def drop_first_example(request, sep: str):

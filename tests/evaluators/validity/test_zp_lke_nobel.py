@@ -81,3 +81,55 @@ def test_a_pool_on_a_dataset_with_a_split_is_refused():
     from tests.probes.engine.test_runner import facts_many
     with pytest.raises(UserError, match="without a train/test split"):
         plan(facts_many(), ZPLKEConfig(n_examples=(3,), example_pool=6, response_tokens=0))
+
+
+def _halves(facts: pd.DataFrame) -> dict:
+    ids = sorted(facts["fact_id"])
+    return {"planted": ids[::2], "held_out": ids[1::2]}
+
+
+def test_the_subject_blind_null_keeps_the_example_pool_s_names():
+    """The null asks the same many-shot question with only the test subject made up: before,
+    every pool fact was planted or held out and so renamed too, every example then had the
+    test fact's (made-up) subject, and the never-its-own-example rule dropped them all: the
+    null of a 3-shot probe was zero-shot ('Quorvath Zindelmare')."""
+    from factprobe.probes.subject_blind import NULL_SUBJECT, with_null_pass
+    from factprobe.probes.subject_only import with_subject_only
+    facts, cfg = nobel_facts(), ZPLKEConfig(n_examples=(3,), seeds=(0, 1), response_tokens=0)
+    halves = _halves(facts)
+    own = plan(facts, cfg)
+    full = with_null_pass(own, {"facts": facts}, halves, lambda t: plan(t["facts"], cfg))
+    assert full.info["subject_blind"]["facts"] == 14         # the test facts, not the pool
+    mc = {s.label or s.name: s.requests for s in full.stages}
+    pairs = {(r.meta["seed"], r.meta["fact_id"]): r.context for r in mc["mc"]}
+    blind = {(r.meta["seed"], r.meta["fact_id"]): r.context for r in mc["blind_mc"]}
+    assert blind.keys() == pairs.keys()
+    for key, context in pairs.items():
+        head, _, subject = context.rpartition(", ")
+        assert blind[key] == f"{head}, {NULL_SUBJECT}", (context, blind[key])
+        assert len(head.split(", ")) == 3
+    # the subject-only check reads the facts the probe asks about, not the pool's
+    checked = with_subject_only(own, facts, halves).stages[-1].requests
+    assert {r.meta["fact_id"] for r in checked} == {r.meta["fact_id"] for r in mc["mc"]}
+    assert len(own.examples_only) == 6                       # the pool: 2 x 3
+
+
+def test_the_prompt_baseline_s_null_keeps_its_examples_on_nobel():
+    """FS-LKE on a dataset without a split draws its examples from the facts and asks about
+    the rest; its null renamed the examples too and then, leaving out every fact whose
+    subject is an example's, had no question left."""
+    from factprobe.builders.templates.files import Template
+    from factprobe.probes.methods import prompt as P
+    from factprobe.probes.subject_blind import NULL_SUBJECT, with_null_pass
+    facts = nobel_facts()
+    tpl = [Template("birth_year/m1", "birth_year", "[X] was born in [Y].", "statement")]
+    cfg = P.PromptConfig(fs_examples=2, response_tokens=0)
+    own = P.plan(facts, tpl, cfg)
+    assert len(own.stages[0].requests) == 18
+    full = with_null_pass(own, {"facts": facts}, _halves(facts),
+                          lambda t: P.plan(t["facts"], tpl, cfg))
+    blind = [s for s in full.stages if s.label == "blind_mc"][0].requests
+    assert len(blind) == 18
+    assert all(r.context.endswith(f"{NULL_SUBJECT} was born in") for r in blind)
+    assert all(r.context.count("Laureate") == 2 for r in blind)
+    assert len(own.examples_only) == 2
