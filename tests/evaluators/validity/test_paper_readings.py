@@ -83,3 +83,45 @@ def test_a_bad_reading_is_one_line_exit_2(tmp_path):
                "--subsumption", "mean")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "--subsumption" in proc.stderr
+
+
+def _belief_run(right: set[tuple[str, str]]) -> pd.DataFrame:
+    """A BELIEF run on one template: fact a asked with subject names X and Y, fact b with Z;
+    the prompts in ``right`` (fact, subject name) answer the gold, the others "the"."""
+    rows = []
+    for fid, gold, names in (("a", "Paris", ("X", "Y")), ("b", "Rome", ("Z",))):
+        for sn in names:
+            rows.append({"fact_id": fid, "relation_id": "rel:r", "subject_id": f"s-{fid}",
+                         "template_id": "rel:r/t1", "subject_name": sn, "gold": gold,
+                         "gold_names": [gold], "prompt_id": f"p-{fid}-{sn}",
+                         "stage": "prompts", "kind": "fill_mask",
+                         "top_tokens": [gold if (fid, sn) in right else "the", "x"],
+                         "top_probs": [0.6, 0.1], "candidate_probs": [0.5, 0.2]})
+    for cf in ("N/A", "", "?"):
+        rows.append({"relation_id": "rel:r", "template_id": "rel:r/t1", "prompt_id": f"cf-{cf}",
+                     "stage": "content_free", "kind": "fill_mask", "top_tokens": ["x"],
+                     "top_probs": [0.5], "candidate_probs": [0.3, 0.2], "content_free": cf,
+                     "candidates": ["Paris", "Rome"]})
+    return pd.DataFrame(rows)
+
+
+def test_the_report_s_sharing_matrix_counts_facts_per_template_by_default(tmp_path):
+    # the hand-worked case above through 'factprobe report': A answers a/X, a/Y and b/Z,
+    # B a/X only. Paper (Sec. 7): A covers {a/t1, b/t1}, B {a/t1}: 1/2; per prompt: 1/3
+    synth.write_run(tmp_path / "runs" / "A", "belief",
+                    _belief_run({("a", "X"), ("a", "Y"), ("b", "Z")}), dataset="mp")
+    synth.write_run(tmp_path / "runs" / "B", "belief", _belief_run({("a", "X")}), dataset="mp")
+    got = {}
+    for name, extra in (("default", ()), ("prompt", ("--sharing-unit", "prompt"))):
+        out = tmp_path / f"rep-{name}"
+        proc = cli("report", "--results", str(tmp_path / "runs"), "--out", str(out),
+                   "--no-plots", "--bootstrap", "20", *extra)
+        assert proc.returncode == 0, proc.stderr
+        m = pd.read_csv(next((out / "tables").rglob("sharing-*.csv")))
+        got[name] = m.set_index(m.columns[0])
+    for name, want in (("default", 0.5), ("prompt", 1 / 3)):
+        m = got[name]
+        a = [c for c in m.columns if c.endswith("A") or ":A" in c][0]
+        b = [c for c in m.columns if c.endswith("B") or ":B" in c][0]
+        assert abs(m.loc[a, b] - want) < 1e-4, (name, m)
+        assert m.loc[b, a] == 1.0
