@@ -52,6 +52,29 @@ CLAIMS = [
 # the report flags a null farther than this from 0.5 (docs/metrics/validity.md)
 MARGIN = 0.1
 
+# Claims on numbers the report's metrics.json does not hold (the link-shuffle null, the
+# subject-only check): read from the shipped run's own metrics.json, which the same
+# `dvc repro` writes. (doc, pattern, run folder under data/results, key of each number)
+ZP_RUN = "sample-mc/zp-lke/planted"
+_SO = "validity/subject_only"
+RUN_CLAIMS = [
+    ("docs/metrics/validity.md",
+     rf"ZP-LKE on the sample's planted model: {NUM} \[{NUM}, {NUM}\]\)",
+     ZP_RUN, [f"validity/link_shuffle/auroc/{k}" for k in ("value", "ci_low", "ci_high")]),
+    ("docs/metrics/validity.md",
+     rf"P\(\"\.\" \| subject\) AUROC {NUM} \[{NUM}, {NUM}\] and the subject's likelihood {NUM}"
+     rf"\s+\[{NUM}, {NUM}\]",
+     ZP_RUN, [f"{_SO}/{s}/auroc/{k}" for s in ("period_after_subject", "subject_likelihood")
+              for k in ("value", "ci_low", "ci_high")]),
+    ("docs/metrics/validity.md",
+     rf"its link-shuffle\s+null is {NUM} \[{NUM}, {NUM}\]",
+     ZP_RUN, [f"validity/link_shuffle/auroc/{k}" for k in ("value", "ci_low", "ci_high")]),
+    ("docs/planting.md",
+     rf"`dot` {NUM} \({NUM}-{NUM}\) and `own` {NUM}\s+\({NUM}-{NUM}\), and every",
+     ZP_RUN, [f"{_SO}/{s}/auroc/{k}" for s in ("period_after_subject", "subject_likelihood")
+              for k in ("value", "ci_low", "ci_high")]),
+]
+
 
 def value(metrics: dict, key: str) -> float:
     *path, stat = key.split("/")
@@ -79,6 +102,19 @@ def test_doc_quotes_the_shipped_report(doc, pattern, keys):
     m = re.search(pattern, text)
     assert m, f"{doc}: the sentence quoting {keys[0]} is gone; point CLAIMS at its new words"
     wrong = [f"{k}: doc says {q}, report has {value(metrics, k)}"
+             for q, k in zip(m.groups(), keys) if not agrees(q, value(metrics, k))]
+    assert not wrong, f"{doc}: " + "; ".join(wrong)
+
+
+@pytest.mark.parametrize("doc,pattern,run,keys", RUN_CLAIMS,
+                         ids=[f"{c[0]}:{c[3][0]}" for c in RUN_CLAIMS])
+def test_doc_quotes_the_shipped_run(doc, pattern, run, keys):
+    metrics = json.loads((ROOT / "data" / "results" / run / "metrics.json")
+                         .read_text(encoding="utf-8"))
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    m = re.search(pattern, text)
+    assert m, f"{doc}: the sentence quoting {run}'s {keys[0]} is gone; point RUN_CLAIMS at it"
+    wrong = [f"{k}: doc says {q}, the run has {value(metrics, k)}"
              for q, k in zip(m.groups(), keys) if not agrees(q, value(metrics, k))]
     assert not wrong, f"{doc}: " + "; ".join(wrong)
 
