@@ -1,9 +1,10 @@
 """BEAR as lm-pub-quiz reads it (Wiland, Ploner and Akbik, 2024, "BEAR: A Unified Framework for
 Evaluating Relational Knowledge in Causal and Masked Language Models", NAACL Findings;
 lm-pub-quiz/BEAR): a folder with ``metadata_relations.json`` (per relation: ``templates``,
-``answer_space_labels``, ``answer_space_ids``) and one ``P<id>.jsonl`` per relation (``sub_id``,
-``sub_label``, ``sub_aliases``, ``obj_id``, ``obj_label``, ``answer_idx``: the object's place in
-the answer space).
+``answer_space_labels``, ``answer_space_ids``) and one ``<code>.jsonl`` per relation (BEAR's
+are ``P<id>.jsonl``; lm-pub-quiz takes any name) with ``sub_id``, ``sub_label``,
+``sub_aliases``, ``obj_id``, ``obj_label`` and ``answer_idx`` (the object's place in the answer
+space; a line without it is placed by its ``obj_id``, as lm-pub-quiz does).
 
 Each fact keeps ``answer_idx`` and the relation's answer space (``answer_space``, its labels in
 the published order): the multiple-choice options lm-pub-quiz poses. In BEAR every answer-space
@@ -13,6 +14,7 @@ same answer space. ``relation_info.json`` beside the folder (the domains of each
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,11 +22,12 @@ import pyarrow as pa
 from factprobe.core import jsonsafe
 from factprobe.core.errors import UserError
 from factprobe.builders.datasets.facts import SourceResult
+from factprobe.builders.sources.common import natural_key
 from factprobe.builders.sources.bench_files import (
     BenchRows,
+    bad_relation_code,
     json_lines,
     need_folder,
-    relation_files,
     sha256,
     text_field,
     text_list,
@@ -36,11 +39,30 @@ EXTRA = {"answer_idx": pa.int32(), "answer_space": pa.list_(pa.string()),
 MAX_METADATA_BYTES = 1 << 28
 
 
+class _Repeated(ValueError):
+    pass
+
+
+def _unique(pairs: list) -> dict:
+    """An object's keys, refusing one given twice: json.loads would keep the last silently, and
+    a relation named twice in metadata_relations.json has one entry too many, not a winner."""
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Repeated(key)
+        out[key] = value
+    return out
+
+
 def _json_file(f: Path, what: str) -> dict:
     if f.stat().st_size > MAX_METADATA_BYTES:
         raise UserError(f"{f}: {f.stat().st_size} bytes, far more than any {what}")
     try:
-        data = jsonsafe.loads(f.read_bytes())
+        data = jsonsafe.loads(f.read_bytes(),
+                              decode=lambda b: json.loads(b, object_pairs_hook=_unique))
+    except _Repeated as exc:
+        raise UserError(f"{f}: the key {exc.args[0]!r} is given twice in one object; keep one "
+                        f"entry per relation") from None
     except (ValueError, UnicodeDecodeError):
         raise UserError(f"{f}: not a JSON file; give BEAR's {what} as released") from None
     if not isinstance(data, dict):
@@ -58,6 +80,7 @@ def metadata(root: Path) -> dict[str, dict]:
                         f"(lm-pub-quiz's format: {METADATA} and P<id>.jsonl)")
     data = _json_file(f, METADATA)
     for rid, entry in data.items():
+        _check_code(rid, f"{f}: relation {rid!r}")
         where = f"{f}: relation {rid}"
         if not isinstance(entry, dict):
             raise UserError(f"{where}: not a JSON object")
@@ -83,7 +106,7 @@ def read_bear(path: str, relations: list[str] | None, *, limit: int | None = Non
     info_file = root.parent / "relation_info.json"
     info = _json_file(info_file, "relation_info.json") if info_file.is_file() else {}
     rows = BenchRows("bear", relations, EXTRA, limit=limit, skip_bad=skip_bad)
-    files = {f.stem: f for f in relation_files(root)}
+    files = instance_files(root)
     derived: list[str] = []
     # The released BEAR-big names P414 in its metadata but ships no P414.jsonl: a relation
     # without instances is counted and named, not refused; a file the metadata does not name
@@ -110,8 +133,14 @@ def read_bear(path: str, relations: list[str] | None, *, limit: int | None = Non
         place = {i: k for k, i in enumerate(space_ids)}
         kept = 0
         for where, vals, aliases, idx in parsed:
-            if idx is None and "answer_space_ids" not in entry:
-                idx = place[vals[2]]
+            if idx is None:
+                # lm-pub-quiz reads a line without answer_idx by its obj_id's place in the
+                # answer space (Relation.load_instance_table joins on obj_id): so does this.
+                idx = place.get(vals[2])
+                if idx is None:
+                    rows.bad(where, f"field 'obj_id' {vals[2]!r} is not in the relation's "
+                                    f"answer space, and the line has no answer_idx")
+                    continue
             if not isinstance(idx, int) or isinstance(idx, bool) or not 0 <= idx < len(space):
                 rows.bad(where, f"field 'answer_idx' is {idx!r}, not a place in the answer "
                                 f"space of {len(space)}")
@@ -133,6 +162,25 @@ def read_bear(path: str, relations: list[str] | None, *, limit: int | None = Non
              "relations_without_metadata": no_meta}
     return rows.result(root, f"BEAR folder {root.name} (lm-pub-quiz/BEAR)",
                        {k: v for k, v in noted.items() if v})
+
+
+def instance_files(root: Path) -> dict[str, Path]:
+    """relation code -> its instance file: every ``*.jsonl`` of the folder, as lm-pub-quiz finds
+    them (``Relation.search_path``: any file name is a relation code, ``example_1.jsonl`` as
+    well as BEAR's ``P19.jsonl``), in natural order; other files (README, ``metadata.json``,
+    ``bear_lite_indices.json``) are not relations."""
+    found = [f for f in root.glob("*.jsonl") if f.is_file()]
+    for f in found:
+        _check_code(f.stem, f"{root}: the file {f.name!r}")
+    return {f.stem: f for f in sorted(found, key=lambda f: natural_key(f.name))}
+
+
+def _check_code(code: str, where: str) -> None:
+    """lm-pub-quiz takes any file name as a relation code; a newline or a tab in one would break
+    every table the relation appears in (:func:`bad_relation_code`)."""
+    if bad_relation_code(code):
+        raise UserError(f"{where}: relation code {code!r} is empty, holds a control character "
+                        f"or '/'; rename it (BEAR's are Wikidata property ids such as P19)")
 
 
 def _instances(f: Path, rows: BenchRows) -> tuple[int, list]:

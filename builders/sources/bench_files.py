@@ -22,7 +22,7 @@ from factprobe.core.errors import UserError
 from factprobe.core.tables import OPTIONAL_FACT_FIELDS
 from factprobe.builders.datasets.facts import SourceResult
 from factprobe.builders.sources.collect import Collector
-from factprobe.builders.sources.common import natural_key, text_frame
+from factprobe.builders.sources.common import SKIP_BAD_HINT, natural_key, text_frame
 
 # the facts' optional evidence columns are kept by assembly itself (core/tables.py)
 OPTIONAL = {name for name, _ in OPTIONAL_FACT_FIELDS}
@@ -35,6 +35,8 @@ RELATION_FILE = re.compile(r"^P\d+$")
 # string no Parquet file can hold; only lines that have one are checked in full
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 LONE_SURROGATE = "holds a lone surrogate escape (\\udXXX): not valid Unicode text"
+# build import-templates reads every line or none: a bad template line is fixed, not skipped
+TEMPLATES_HINT = "fix the line (build import-templates reads every template line)"
 
 
 def valid_unicode(value: str) -> bool:
@@ -48,6 +50,17 @@ def valid_unicode(value: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def bad_relation_code(code: str) -> bool:
+    """Whether a relation id read from a file's contents (PopQA's ``prop``, LAMA's
+    ``relations.jsonl``, lm-pub-quiz's relation codes) cannot be one: a relation id is shown in
+    tables and template ids (``<relation>/b1``), so it is one printable line without ``/``.
+
+    >>> [bad_relation_code(c) for c in ("P19", "place of birth", "a\\nb", "a/b", " ")]
+    [False, False, True, True, True]
+    """
+    return not code.strip() or not code.isprintable() or "/" in code
 
 
 def relation_files(folder: Path, suffix: str = ".jsonl") -> list[Path]:
@@ -70,8 +83,9 @@ class BenchRows:
     record of each file read. ``where(file, line)`` names a place in messages."""
 
     def __init__(self, fmt: str, relations, extra: dict[str, Any], *, limit: int | None,
-                 skip_bad: bool):
+                 skip_bad: bool, hint: str = SKIP_BAD_HINT):
         self.fmt = fmt
+        self.hint = hint      # what the message tells to do (import-templates has no --skip-bad)
         self.extra = dict(extra)                       # name -> Arrow type
         names = RAW + [n for n in self.extra if n != "split"] + (
             ["split"] if "split" in self.extra else [])
@@ -80,9 +94,15 @@ class BenchRows:
         self.files: dict[str, dict] = {}
         self.skipped: dict[str, int] = {}              # reason -> rows not imported
         self.relation_meta: dict[str, dict[str, str]] = {}
+        self._last_bad: str | None = None
 
     def bad(self, where: str, problem: str) -> None:
-        self.take.bad_line(where, problem)
+        # A line is checked field by field, so one line can report several bad fields; with
+        # --skip-bad it is still one bad line (lines of a file are reported in order).
+        if where == self._last_bad:
+            return
+        self._last_bad = where
+        self.take.bad_line(where, problem, hint=self.hint)
 
     def skip(self, reason: str) -> None:
         """A row the format's own rules leave out (counted and printed, never silent)."""

@@ -1,7 +1,8 @@
 """EntityQuestions as its authors release it (Sciavolino et al., 2021, "Simple Entity-Centric
 Questions Challenge Dense Retrievers", EMNLP; https://nlp.cs.princeton.edu/projects/
 entity-questions/dataset.zip): ``dataset/{train,dev,test}/P<id>.<split>.json``, each a JSON list
-of ``{"question": ..., "answers": [...]}``.
+of ``{"question": ..., "answers": [...]}`` (or ``.jsonl``, one such object a line, the layout the
+authors' README names).
 
 The release has no entity ids and no subject field: each relation's questions are one template
 with the subject in it ("Where was Alan Turing born?"), so the template is recovered as the text
@@ -21,13 +22,27 @@ import pyarrow as pa
 from factprobe.core import jsonsafe
 from factprobe.core.errors import UserError
 from factprobe.builders.datasets.facts import SourceResult
-from factprobe.builders.sources.bench_files import BenchRows, need_folder, text_field, text_list
+from factprobe.builders.sources.bench_files import (
+    TEMPLATES_HINT,
+    BenchRows,
+    json_lines,
+    need_folder,
+    text_field,
+    text_list,
+)
 from factprobe.builders.sources.common import natural_key
 
 RELEASE = ("EntityQuestions dataset.zip (https://nlp.cs.princeton.edu/projects/entity-questions/"
            "dataset.zip; princeton-nlp/EntityQuestions)")
 SPLITS = ("train", "dev", "test")
-FILE = re.compile(r"^(P\d+)\.(train|dev|test)\.json$")
+# Files are read test first: a fact the release repeats across splits (EntityQuestions has some
+# hundreds: the same question and answer in train and test) is kept once, by assembly, as its
+# first row, and the test split is the benchmark every method evaluates on.
+READ_ORDER = ("test", "dev", "train")
+# dataset.zip ships JSON lists (.json); the authors' README names .jsonl files (one question a
+# line, the repository's layout before the zip and what their utils/jsonl_to_json.py writes
+# back): both are read, the .json where a folder holds both.
+FILE = re.compile(r"^(P\d+)\.(train|dev|test)\.(json|jsonl)$")
 EXTRA = {"question": pa.string(), "source_index": pa.int32(), "split": pa.string()}
 MAX_FILE_BYTES = 1 << 30     # the largest released file is a few MB; JSON lists are read whole
 # The question templates the authors publish beside the data (relation_query_templates.json of
@@ -62,17 +77,24 @@ PUBLISHED = {
 }
 
 
-def split_files(root: Path) -> list[tuple[str, str, Path]]:
+def split_files(root: Path, unread: list[str] | None = None) -> list[tuple[str, str, Path]]:
     """(relation, split, file) of the release's question files under ``root`` (``dataset/`` or
-    one of its split folders), in split then relation order."""
-    found = []
+    one of its split folders), in :data:`READ_ORDER` then relation order; a ``.jsonl`` beside
+    the ``.json`` of the same relation and split is not read (named in ``unread``)."""
+    found: dict[tuple[str, str, Path], set[str]] = {}
     for folder in [root] + [root / s for s in SPLITS]:
         if folder.is_dir():
             for f in folder.iterdir():
                 m = FILE.match(f.name)
                 if m and f.is_file():
-                    found.append((m.group(1), m.group(2), f))
-    return sorted(set(found), key=lambda x: (SPLITS.index(x[1]), natural_key(x[0])))
+                    found.setdefault((m.group(1), m.group(2), folder), set()).add(m.group(3))
+    out = []
+    for (rid, split, folder), kinds in found.items():
+        ext = "json" if "json" in kinds else "jsonl"
+        out.append((rid, split, folder / f"{rid}.{split}.{ext}"))
+        if len(kinds) == 2 and unread is not None:
+            unread.append(str((folder / f"{rid}.{split}.jsonl").relative_to(root)))
+    return sorted(out, key=lambda x: (READ_ORDER.index(x[1]), natural_key(x[0]), str(x[2])))
 
 
 def recover_template(questions: list[str]) -> tuple[str, str] | None:
@@ -125,12 +147,22 @@ def _load(f: Path, rows: BenchRows) -> list:
     return data
 
 
+def _items(f: Path, rows: BenchRows):
+    """(index, where, item) of one question file: a JSON list's items, or a .jsonl's lines
+    (its index the line's place, counted from 0)."""
+    if f.suffix == ".jsonl":
+        for n, obj in json_lines(f, rows):
+            yield n - 1, f"{f}:{n}", obj
+    else:
+        for i, item in enumerate(_load(f, rows)):
+            yield i, f"{f}: item {i}", item
+
+
 def _questions(root: Path, rows: BenchRows) -> list[tuple[str, str, Path, int, str, list]]:
     """Every well-formed question: (relation, split, file, index, question, answers)."""
     out = []
     for rid, split, f in split_files(root):
-        for i, item in enumerate(_load(f, rows)):
-            where = f"{f}: item {i}"
+        for i, where, item in _items(f, rows):
             if not isinstance(item, dict):
                 rows.bad(where, "not a JSON object")
                 continue
@@ -139,7 +171,8 @@ def _questions(root: Path, rows: BenchRows) -> list[tuple[str, str, Path, int, s
             if q is None or answers is None:
                 continue
             if not answers or not answers[0].strip():
-                rows.bad(where, "field 'answers' is empty")
+                rows.bad(where, "field 'answers' " + ("is empty" if "answers" in item
+                                                      else "missing"))
                 continue
             out.append((rid, split, f, i, q, answers))
     return out
@@ -156,6 +189,7 @@ def read_entityquestions(path: str, relations: list[str] | None, *, limit: int |
     questions = _questions(root, rows)
     templates = templates_of(questions)
     kept: dict[Path, int] = {}
+    splits_of: dict[tuple[str, str, str], set[str]] = {}
     for rid, split, f, i, q, answers in questions:
         shape = templates.get(rid)
         if shape is None:
@@ -168,12 +202,23 @@ def read_entityquestions(path: str, relations: list[str] | None, *, limit: int |
                           "split": split}):
             kept[f] = kept.get(f, 0) + 1
             rows.take.alias(answers[0], answers[1:])
-    for rid, split, f in split_files(root):
+            splits_of.setdefault((rid, subject, answers[0]), set()).add(split)
+    unread: list[str] = []
+    for rid, split, f in split_files(root, unread):
         rows.file_read(f, sum(1 for x in questions if x[2] == f), kept.get(f, 0), root)
     recovered = {r: f"{p}[X]{s}" for r, (p, s) in sorted(templates.items())}
     differ = sorted(r for r, t in recovered.items() if r in PUBLISHED and PUBLISHED[r] != t)
-    return rows.result(root, RELEASE, {"templates": recovered,
-                                       "templates_not_as_published": differ})
+    # facts the release has in more than one split: kept once, in the first of READ_ORDER
+    several: dict[str, int] = {}
+    for found in splits_of.values():
+        if len(found) > 1:
+            key = "+".join(s for s in READ_ORDER if s in found)
+            several[key] = several.get(key, 0) + 1
+    extra = {"templates": recovered, "templates_not_as_published": differ,
+             "facts_in_several_splits": dict(sorted(several.items()))}
+    if unread:
+        extra["files_not_read"] = sorted(unread)
+    return rows.result(root, RELEASE, extra)
 
 
 def templates_of(questions) -> dict[str, tuple[str, str]]:
@@ -187,7 +232,8 @@ def entityquestions_templates(path: str) -> tuple[list[tuple[str, str, str]], di
     """(relation, id, template) of each relation whose question template is recovered, as a
     question template (``Where was [X] born? [Y].``), and the files read."""
     root = need_folder(path, "entityquestions", "EntityQuestions' dataset/ folder")
-    rows = BenchRows("entityquestions", None, {}, limit=None, skip_bad=False)
+    rows = BenchRows("entityquestions", None, {}, limit=None, skip_bad=False,
+                     hint=TEMPLATES_HINT)
     found = templates_of(_questions(root, rows))
     if not found:
         raise UserError(f"{root}: no relation's question template could be recovered (each "

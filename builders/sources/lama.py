@@ -5,14 +5,16 @@ with
 * ``TREx/P<id>.jsonl``: ``uuid``, ``sub_uri``, ``sub_label``, ``obj_uri``, ``obj_label``,
   ``predicate_id`` and ``evidences`` (``masked_sentence`` with ``[MASK]``, ``obj_surface``);
 * ``Google_RE/{place_of_birth,date_of_birth,place_of_death}_test.jsonl``: ``uuid``, ``sub``,
-  ``obj`` (Freebase ids), ``sub_label``, ``obj_label``, ``sub_aliases``, ``obj_aliases``,
-  ``masked_sentences`` and the raters' ``judgments`` (``yes``/``no``);
+  ``obj`` (Freebase ids), ``sub_w``, ``obj_w`` (Wikidata ids, null where there is none),
+  ``sub_label``, ``obj_label``, ``sub_aliases``, ``obj_aliases``, ``masked_sentences`` and the
+  raters' ``judgments`` (``yes``, ``no`` or ``skip``);
 * ``relations.jsonl``: one template per T-REx relation (``[X] was born in [Y] .``), its
   ``label``, ``description`` and ``type`` (``1-1``, ``N-1``, ``N-M``).
 
 ``--path`` is that ``data/`` folder, or its ``TREx/`` or ``Google_RE/`` folder alone. Every
 fact keeps the file's ``uuid``, its first evidence sentence (the mask filled with the object's
-surface) and how many there were; Google-RE facts keep the judgments' counts. The release holds
+surface) and how many there were; Google-RE facts keep the judgments' counts and the
+Wikidata ids. The release holds
 LAMA's test facts only: every fact's split is ``test``.
 """
 from __future__ import annotations
@@ -24,7 +26,9 @@ import pyarrow as pa
 from factprobe.core.errors import UserError
 from factprobe.builders.datasets.facts import SourceResult
 from factprobe.builders.sources.bench_files import (
+    TEMPLATES_HINT,
     BenchRows,
+    bad_relation_code,
     json_lines,
     need_folder,
     relation_files,
@@ -42,7 +46,8 @@ GOOGLE_RE_TEMPLATES = {"place_of_birth": "[X] was born in [Y] .",
 GOOGLE_RE_LABELS = {"place_of_birth": "place of birth", "date_of_birth": "date of birth",
                     "place_of_death": "place of death"}
 EXTRA = {"uuid": pa.string(), "evidence_text": pa.string(), "evidence_count": pa.int32(),
-         "judgments_yes": pa.int32(), "judgments_no": pa.int32(), "relation_type": pa.string(),
+         "judgments_yes": pa.int32(), "judgments_no": pa.int32(), "judgments_skip": pa.int32(),
+         "sub_w": pa.string(), "obj_w": pa.string(), "relation_type": pa.string(),
          "split": pa.string()}
 
 
@@ -66,14 +71,22 @@ def layout(path: str | None) -> tuple[Path, Path | None, Path | None, Path | Non
 
 def relations_file(path: Path, rows: BenchRows | None = None) -> dict[str, dict]:
     """relations.jsonl: relation id -> its record (template, label, description, type)."""
-    rows = rows or BenchRows("lama", None, {}, limit=None, skip_bad=False)
+    rows = rows or BenchRows("lama", None, {}, limit=None, skip_bad=False, hint=TEMPLATES_HINT)
     out: dict[str, dict] = {}
+    line_of: dict[str, int] = {}
     for n, obj in json_lines(path, rows):
         where = f"{path}:{n}"
         rid = text_field(obj, "relation", where, rows)
         template = text_field(obj, "template", where, rows)
         if rid is None or template is None:
             continue
+        if bad_relation_code(rid):
+            rows.bad(where, f"field 'relation' is {rid[:60]!r}, no relation id")
+            continue
+        if rid in line_of:   # the later line would silently replace the first's template
+            rows.bad(where, f"field 'relation' {rid!r} is already on line {line_of[rid]}")
+            continue
+        line_of[rid] = n
         out[rid] = obj
     return out
 
@@ -137,6 +150,10 @@ def _read_google(folder: Path, root: Path, rows: BenchRows) -> None:
             if None in vals or None in aliases:
                 continue
             obj_id = obj.get("obj") if isinstance(obj.get("obj"), str) and obj["obj"] else vals[2]
+            # the release's Wikidata ids beside the Freebase ones (null where none was found:
+            # every date_of_birth object, most subjects)
+            wikidata = [obj.get(k) if isinstance(obj.get(k), str) and obj[k].strip() else None
+                        for k in ("sub_w", "obj_w")]
             judgments = obj.get("judgments") if isinstance(obj.get("judgments"), list) else []
             verdicts = [j.get("judgment") for j in judgments if isinstance(j, dict)]
             masked = obj.get("masked_sentences")
@@ -148,7 +165,10 @@ def _read_google(folder: Path, root: Path, rows: BenchRows) -> None:
                     else None, "evidence_text": first.replace("[MASK]", vals[2]) if first else None,
                     "evidence_count": len(masked) if isinstance(masked, list) else 0,
                     "judgments_yes": verdicts.count("yes"), "judgments_no": verdicts.count("no"),
-                    "split": "test"}):
+                    # the release's third verdict; LAMA's filter counts it against the fact
+                    "judgments_skip": len(verdicts) - verdicts.count("yes")
+                    - verdicts.count("no"),
+                    "sub_w": wikidata[0], "obj_w": wikidata[1], "split": "test"}):
                 kept += 1
                 rows.take.alias(vals[0], aliases[0])
                 rows.take.alias(obj_id, aliases[1])

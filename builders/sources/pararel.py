@@ -20,6 +20,7 @@ import pyarrow as pa
 from factprobe.core.errors import UserError
 from factprobe.builders.datasets.facts import SourceResult
 from factprobe.builders.sources.bench_files import (
+    TEMPLATES_HINT,
     BenchRows,
     json_lines,
     need_folder,
@@ -73,7 +74,7 @@ def pararel_templates(path: str) -> tuple[list[tuple[str, str, str]], dict]:
     files = relation_files(root / PATTERNS) if (root / PATTERNS).is_dir() else []
     if not files:
         raise UserError(f"{root / PATTERNS} holds no P<id>.jsonl pattern files")
-    rows = BenchRows("pararel", None, {}, limit=None, skip_bad=False)
+    rows = BenchRows("pararel", None, {}, limit=None, skip_bad=False, hint=TEMPLATES_HINT)
     out = []
     for f in files:
         k = 0

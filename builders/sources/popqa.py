@@ -22,7 +22,7 @@ import pyarrow as pa
 from factprobe.core import jsonsafe
 from factprobe.core.errors import UserError
 from factprobe.builders.datasets.facts import SourceResult
-from factprobe.builders.sources.bench_files import BenchRows
+from factprobe.builders.sources.bench_files import BenchRows, bad_relation_code
 
 RELEASE = "PopQA popQA.tsv (AlexTMallen/adaptive-retrieval; akariasai/PopQA)"
 COLUMNS = ("id", "subj", "prop", "obj", "subj_id", "prop_id", "obj_id", "s_aliases",
@@ -101,6 +101,9 @@ def _read(f: Path, rows: BenchRows) -> tuple[int, int]:
     with open(f, encoding="utf-8", newline="") as fh:
         reader = csv.reader(fh, delimiter="\t")
         header = next(reader, None)
+        if header is None:
+            raise UserError(f"{f}: an empty file; --source popqa reads PopQA's popQA.tsv as "
+                            f"released (a header line, then one question a line)")
         missing = [c for c in COLUMNS if c not in (header or [])]
         if missing:
             raise UserError(f"{f}:1: the header lacks {', '.join(missing)}; --source popqa "
@@ -114,9 +117,9 @@ def _read(f: Path, rows: BenchRows) -> tuple[int, int]:
                 continue
             r = {c: record[i] for c, i in at.items()}
             # an empty subj or obj is a fact without a label (dropped and counted by assembly)
-            empty = "prop" if not r["prop"].strip() else None
-            if empty:
-                rows.bad(where, f"field {empty!r} is empty")
+            if bad_relation_code(r["prop"]):
+                rows.bad(where, f"field 'prop' is {r['prop'][:60]!r}: empty, or holding a "
+                                f"control character or '/', no relation name")
                 continue
             ints = {c: _int(r[c], c, where, rows) for c in
                     ("id", "subj_id", "prop_id", "obj_id", "s_pop", "o_pop")}
