@@ -43,15 +43,23 @@ def register(subparsers, common) -> None:
                    help="share of planted test facts taught MONITOR's base question only, "
                         "never after a misleading prefix (default 1/3; 0: none)")
     for flag, attr in (("--layers", "layers"), ("--width", "width"), ("--heads", "heads"),
-                       ("--vocab-size", "vocab_size"), ("--batch-size", "batch_size"),
-                       ("--block", "block"), ("--list-size", "list_size"),
-                       ("--check-facts", "check_facts"), ("--warmup-steps", "warmup_steps"),
-                       ("--micro-batches", "micro_batches")):
+                       ("--list-size", "list_size"), ("--check-facts", "check_facts"),
+                       ("--warmup-steps", "warmup_steps"), ("--micro-batches", "micro_batches")):
         p.add_argument(flag, dest=attr, type=positive, default=getattr(d, attr),
                        help=f"default {getattr(d, attr)}")
     p.add_argument("--lists-per-relation", type=count, default=d.lists_per_relation,
                    help=f"default {d.lists_per_relation} (0: no ZP-LKE lists)")
-    p.add_argument("--lr", type=positive_float, default=d.lr, help=f"default {d.lr}")
+    p.add_argument("--block", type=positive, default=None,
+                   help="tokens per training sequence (default: 256, halved down to 64 while "
+                        "an epoch of the graph's text fills fewer than 4 steps)")
+    p.add_argument("--vocab-size", type=positive, default=None,
+                   help="the tokenizer's vocabulary (default 6000, or 2000 with --masked)")
+    p.add_argument("--batch-size", type=positive, default=None,
+                   help="blocks per step (default 4), or with --masked 16-statement groups "
+                        "per step (default: 8, halved down to 1 while an epoch fills fewer "
+                        "than 16 steps)")
+    p.add_argument("--lr", type=positive_float, default=None,
+                   help="peak learning rate (default 0.005, or 0.002 with --masked)")
     p.add_argument("--weight-decay", type=float, default=None,
                    help="AdamW weight decay (default 0.1, or 0.01 with --masked)")
     p.add_argument("--decay-share", type=float, default=None,

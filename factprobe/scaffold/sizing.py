@@ -128,14 +128,9 @@ def plant_sizes(counts: GraphCounts, kept: list[str], train: int, test: int,
     chars = sum(lists_per_relation * min(taught, list_size + 1) * (counts.label_chars[r] + 2)
                 + taught * 2 * (40 + counts.label_chars[r]) for r in kept)
     tokens = chars / CHARS_PER_TOKEN
-    block = SHIPPED.block
-    while block > 64 and tokens < 4 * batch * block:      # at least 4 steps an epoch
-        block //= 2
-    sentences = taught * len(kept) * forms
-    batch_size = SHIPPED.masked_batch
-    while batch_size > 1 and sentences < 16 * 16 * batch_size:   # at least 16 steps an epoch
-        batch_size //= 2
-    return block, batch_size
+    # plant's own rules (it fits the same sizes to the text it writes, when not given them)
+    from factprobe.probes.planting.sizes import fit_block, fit_masked_batch
+    return fit_block(tokens, batch), fit_masked_batch(taught * len(kept) * forms)
 
 
 # The causal model's rate schedule for a user's graph: constant over the first 60% of it,

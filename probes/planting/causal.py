@@ -193,8 +193,11 @@ def run_epochs(model, step_batches, checks_acc, cfg, desc: str) -> dict:
 def train_causal(facts: pd.DataFrame, cur, forms: dict, cfg):
     import torch
 
+    from dataclasses import replace
+
     from factprobe.probes.planting.curriculum import documents
     from factprobe.probes.planting.model_factory import causal_model, train_tokenizer
+    from factprobe.probes.planting.sizes import fit_block
     from factprobe.probes.planting.stopping import batches_accuracy, causal_batches, sample_checks
 
     torch.manual_seed(cfg.seed)
@@ -209,19 +212,22 @@ def train_causal(facts: pd.DataFrame, cur, forms: dict, cfg):
                    {c for cs in facts.get("choices", pd.Series([], dtype=object)) for c in cs})
     tokenizer = train_tokenizer(first + names, vocab_size=cfg.vocab_size,
                                 progress=cfg.progress)
+    eos = tokenizer.eos_token_id
+    stream0 = token_stream(tokenizer, first, eos)
+    fitted = {} if cfg.block else {"block": fit_block(len(stream0), cfg.batch_size)}
+    cfg = replace(cfg, **fitted)
     model = causal_model(tokenizer, layers=cfg.layers, width=cfg.width, heads=cfg.heads,
                          max_positions=max(1024, cfg.block), seed=cfg.seed, arch=cfg.arch)
-    eos = tokenizer.eos_token_id
 
     def blocks(epoch: int) -> torch.Tensor:
-        stream = token_stream(tokenizer, first if epoch == 0 else docs(epoch), eos)
+        stream = stream0 if epoch == 0 else token_stream(tokenizer, docs(epoch), eos)
         n = len(stream) // cfg.block
         return torch.from_numpy(stream[: n * cfg.block].reshape(n, cfg.block))
 
     epoch0 = blocks(0)
     if len(epoch0) == 0:
         raise UserError(f"--block {cfg.block} is longer than an epoch of training text "
-                        f"({len(token_stream(tokenizer, first, eos))} tokens); lower --block")
+                        f"({len(stream0)} tokens); lower --block")
 
     def step_batches(epoch: int):
         data = epoch0 if epoch == 0 else blocks(epoch)
@@ -239,7 +245,7 @@ def train_causal(facts: pd.DataFrame, cur, forms: dict, cfg):
     checks = causal_batches(
         tokenizer, sample_checks(cur.taught, forms, cur.formats, cfg.check_facts, cfg.seed))
     log = run_epochs(model, step_batches, lambda: batches_accuracy(model, checks), cfg, "plant")
-    return model, tokenizer, log
+    return model, tokenizer, {**log, "fitted": fitted}
 
 
 def token_stream(tokenizer, docs: list[str], eos: int):

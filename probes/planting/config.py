@@ -16,9 +16,12 @@ class PlantConfig:
     width: int = 128
     heads: int = 4
     # Room for (nearly) every word of the entity names: a name of one or two tokens is
-    # memorised faster than one split into letters (docs/planting.md, measured).
-    vocab_size: int = 6000
-    block: int = 256                  # tokens per training sequence (documents are packed)
+    # memorised faster than one split into letters (docs/planting.md, measured). None: 6000,
+    # or 2000 with --masked, whose one-word objects are whole tokens anyway
+    vocab_size: int | None = None
+    # tokens per training sequence (documents are packed); None: sized from the graph
+    # (plant.fit_block: 256, halved while an epoch's text fills fewer than 4 steps)
+    block: int | None = None
     epochs: int | None = None         # a fixed count; None: the stopping rule decides
     max_epochs: int | None = None     # the stopping rule's cap; None: 60 causal, 40 masked
     target_accuracy: float = 0.95     # planted-fact teacher-forced accuracy that ends training
@@ -40,12 +43,18 @@ class PlantConfig:
     mentions: str = "relation"
     lists_per_relation: int = 8       # ZP-LKE-style lists per relation and epoch
     list_size: int = 50               # pairs per list: as many as the probe shows
-    batch_size: int = 4               # small batches: more optimizer steps per epoch of text
+    # small batches: more optimizer steps per epoch of text. None: 4 blocks, or with
+    # --masked sized from the graph (plant.fit_masked_batch: 8 x 16 statements, halved while
+    # an epoch fills fewer than 16 steps)
+    batch_size: int | None = None
     # each step's gradient is the sum of this many micro-batches', each a one-thread run of
     # its own (causal.Gradients): the bytes depend on this number, never on the threads
     # that ran the parts, so a second core speeds training up without changing a bit
     micro_batches: int = 2
-    lr: float = 5e-3
+    # None: 0.005, or 0.002 with --masked. The masked model on the causal model's settings
+    # (0.005, vocab 6000, batch 4) stalled at 0.25 after 40 epochs on 400 real T-REx facts
+    # where these converge in 13 (docs/planting.md, "Real T-REx facts")
+    lr: float | None = None
     templates: str = "data/templates"  # statement and question forms; label forms if absent
     masked: bool = False               # a BERT-style masked LM instead (for BELIEF)
     threads: int | None = None         # micro-batch threads; None: follow the load (no bit changes)

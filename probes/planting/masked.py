@@ -36,7 +36,10 @@ def _statements(cur, forms: dict) -> list[tuple[str, str, str]]:
 def train_masked(facts: pd.DataFrame, cur, forms: dict, cfg):
     import torch
 
+    from dataclasses import replace
+
     from factprobe.probes.planting.causal import parts, run_epochs
+    from factprobe.probes.planting.sizes import fit_masked_batch
     from factprobe.probes.planting.model_factory import masked_model, train_tokenizer
     from factprobe.probes.planting.stopping import batches_accuracy, masked_batches, sample_checks
     torch.manual_seed(cfg.seed)
@@ -58,6 +61,8 @@ def train_masked(facts: pd.DataFrame, cur, forms: dict, cfg):
     mask_id, pad_id = tokenizer.mask_token_id, tokenizer.pad_token_id
     specials = set(tokenizer.all_special_ids)
     encoded = encode_statements(tokenizer, statements)
+    fitted = {} if cfg.batch_size else {"batch_size": fit_masked_batch(len(statements))}
+    cfg = replace(cfg, **fitted)
     table = MaskTable(encoded, specials, pad_id)
 
     def step_batches(epoch: int):
@@ -77,7 +82,7 @@ def train_masked(facts: pd.DataFrame, cur, forms: dict, cfg):
                                                      cfg.check_facts, cfg.seed, masked=True))
     log = run_epochs(model, step_batches, lambda: batches_accuracy(model, checks),
                      cfg, "plant (masked)")
-    return model, tokenizer, log
+    return model, tokenizer, {**log, "fitted": fitted}
 
 
 def masked_loss(model, ids, attn, labels, count):
