@@ -109,9 +109,13 @@ def _read(f: Path, rows: BenchRows) -> tuple[int, int]:
             raise UserError(f"{f}:1: the header lacks {', '.join(missing)}; --source popqa "
                             f"reads PopQA's popQA.tsv as released (header {' '.join(COLUMNS)})")
         at = {c: header.index(c) for c in COLUMNS}
+        # a quoted field may hold newlines, so a record can span lines: it is named by the
+        # line it starts on (where an editor finds it), not by reader.line_num, its last one
+        start = reader.line_num + 1
         for record in reader:
             lines = reader.line_num
-            where = f"{f}:{lines}"
+            where = f"{f}:{start}"
+            start = lines + 1
             if len(record) != len(header):
                 rows.bad(where, f"{len(record)} fields, the header has {len(header)}")
                 continue

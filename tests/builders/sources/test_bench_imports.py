@@ -230,6 +230,30 @@ def test_malformed_refused_in_one_line_nothing_written(case, tmp_path):
     assert read_manifest(out)["counts"]["dropped"]["bad_lines"] == 1
 
 
+def test_popqa_record_spanning_lines_is_named_by_its_first_line(tmp_path):
+    """A quoted field may hold a newline (csv reads it as one field), so a record can span
+    lines; a bad record is named by the line it starts on, and the records after it by theirs
+    (csv's line_num is the record's last line: 4, not 3, before)."""
+    path = _copy("popqa", tmp_path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    fields = lines[2].split("\t")
+    fields[15] = '"What is\nJohn Mayne\'s occupation?"'   # question, lines 3-4 now
+    fields[13] = "many"                                    # s_pop
+    _replace_line(path, 3, "\t".join(fields))
+    with pytest.raises(UserError, match=r"popQA.tsv:3: field 's_pop' is 'many'"):
+        _build("popqa", tmp_path / "out", path)
+    # the same record valid: the next one (file line 5, the fixture's line 4) is named so
+    fields[13] = "63"
+    lines[2] = "\t".join(fields)
+    lines[3] = lines[3].replace("\thttp://www.wikidata.org/entity/Q5718860", "\tQ5718860")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(UserError, match=r"popQA.tsv:5: field 's_uri' is 'Q5718860'"):
+        _build("popqa", tmp_path / "out", path)
+    rows = _build("popqa", tmp_path / "out", path, skip_bad=True)
+    mayne = [r for r in rows if r["subject"] == "John Mayne"]
+    assert mayne and mayne[0]["question"] == "What is\nJohn Mayne's occupation?"
+
+
 def test_wrong_inputs_one_line(tmp_path):
     (tmp_path / "empty").mkdir()
     for fmt, path, text in [

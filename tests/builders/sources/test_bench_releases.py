@@ -224,7 +224,8 @@ def test_popqa_relation_name_with_a_newline_is_a_bad_line(tmp_path):
     lines[1] = "\t".join(fields)
     f = tmp_path / "popQA.tsv"
     f.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    with pytest.raises(UserError, match=r"popQA.tsv:3: field 'prop' is 'occu\\npation'"):
+    # named by the line the record starts on (2), not the one it ends on
+    with pytest.raises(UserError, match=r"popQA.tsv:2: field 'prop' is 'occu\\npation'"):
         _build("popqa", f, tmp_path / "o")
     rows = _build("popqa", f, tmp_path / "o", skip_bad=True)
     assert len(rows) == 7 and {r["relation_id"] for r in rows} == {"P106", "P36"}
