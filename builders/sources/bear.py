@@ -86,8 +86,10 @@ def metadata(root: Path) -> dict[str, dict]:
             raise UserError(f"{where}: not a JSON object")
         given = [k for k in ("answer_space_labels", "answer_space_ids") if k in entry]
         if len(given) == 1:
-            raise UserError(f"{where}: {given[0]} without "
-                            f"{({'answer_space_labels', 'answer_space_ids'} - set(given)).pop()}")
+            # lm-pub-quiz (answer_space_from_metadata) warns and works the answer space out
+            # from the instances, ignoring the lone field: so does read_bear, naming the
+            # relation (answer_space_incomplete); its texts are not checked, they are not read
+            given = []
         for key in ("templates", *given):
             value = entry.get(key)
             if not isinstance(value, list) or not value or not all(
@@ -108,6 +110,7 @@ def read_bear(path: str, relations: list[str] | None, *, limit: int | None = Non
     rows = BenchRows("bear", relations, EXTRA, limit=limit, skip_bad=skip_bad)
     files = instance_files(root)
     derived: list[str] = []
+    incomplete: list[str] = []
     # The released BEAR-big names P414 in its metadata but ships no P414.jsonl: a relation
     # without instances is counted and named, not refused; a file the metadata does not name
     # gets the answer space of its objects, like BEAR-big's relations.
@@ -122,9 +125,11 @@ def read_bear(path: str, relations: list[str] | None, *, limit: int | None = Non
         domains = (info.get(rid) or {}).get("domains") if isinstance(info.get(rid), dict) else None
         domains = [d for d in domains if isinstance(d, str)] if isinstance(domains, list) else []
         lines, parsed = _instances(f, rows)
-        if "answer_space_ids" in entry:
+        if "answer_space_ids" in entry and "answer_space_labels" in entry:
             space_ids, space = entry["answer_space_ids"], entry["answer_space_labels"]
         else:   # BEAR-big: the relation's distinct objects, in the order they first appear
+            if _lone_answer_space_field(entry):
+                incomplete.append(rid)
             derived.append(rid)
             first: dict[str, str] = {}
             for p in parsed:
@@ -158,10 +163,18 @@ def read_bear(path: str, relations: list[str] | None, *, limit: int | None = Non
     rows.files[METADATA] = {"sha256": sha256(root / METADATA)}
     if info:
         rows.files["../relation_info.json"] = {"sha256": sha256(info_file)}
-    noted = {"answer_space_derived": derived, "relations_without_instance_file": no_file,
-             "relations_without_metadata": no_meta}
+    noted = {"answer_space_derived": derived, "answer_space_incomplete": incomplete,
+             "relations_without_instance_file": no_file, "relations_without_metadata": no_meta}
     return rows.result(root, f"BEAR folder {root.name} (lm-pub-quiz/BEAR)",
                        {k: v for k, v in noted.items() if v})
+
+
+def _lone_answer_space_field(entry: dict) -> bool:
+    """One of answer_space_labels / answer_space_ids without the other, or lm-pub-quiz's older
+    ``answer_space``: the metadata meant an answer space and gave too little of it."""
+    given = {"answer_space_labels", "answer_space_ids", "answer_space"} & set(entry)
+    return bool(given) and given != {"answer_space_labels", "answer_space_ids"} and not (
+        {"answer_space_labels", "answer_space_ids"} <= given)
 
 
 def instance_files(root: Path) -> dict[str, Path]:

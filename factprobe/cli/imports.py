@@ -43,8 +43,15 @@ def facts_note(source: str, out) -> str:
     sources): every row of the release is imported or accounted for."""
     import json
     from pathlib import Path
-    counts = json.loads((Path(out) / "dataset.json").read_text(encoding="utf-8"))["counts"]
+    manifest = json.loads((Path(out) / "dataset.json").read_text(encoding="utf-8"))
+    counts = manifest["counts"]
     dropped = {k: v for k, v in counts.get("dropped", {}).items() if v}
     left = f"; not imported: {', '.join(f'{k} {v}' for k, v in sorted(dropped.items()))}" \
         if dropped else ""
+    # lm-pub-quiz warns when a relation's metadata gives half an answer space and works it out
+    # from the instances; the import does the same and says so on its one line
+    half = (manifest.get("source") or {}).get("answer_space_incomplete")
+    if half:
+        left += (f"; answer space worked out from the instances (metadata gives only one of "
+                 f"answer_space_labels, answer_space_ids): {', '.join(half)}")
     return f": {counts['facts']} facts of {counts['relations']} relations{left}"

@@ -144,6 +144,35 @@ def test_bear_line_without_answer_idx_outside_the_space_is_named(tmp_path):
     assert not (tmp_path / "f").exists()
 
 
+def test_bear_half_an_answer_space_is_worked_out_from_the_instances(tmp_path, capsys):
+    """Metadata with answer_space_labels and no answer_space_ids (or the ids alone): lm-pub-quiz
+    (RelationBase.answer_space_from_metadata) warns and takes the answer space from the
+    instances, the objects in the order their obj_id first appears; the import does the same,
+    names the relation in the manifest and says so on its line (before, it was refused)."""
+    from factprobe.cli.app import main
+    for lone in ("answer_space_ids", "answer_space_labels"):
+        root = _lm_pub_quiz_folder(tmp_path / lone / "d")
+        meta = json.loads((root / "metadata_relations.json").read_text())
+        del meta["example_2"][lone]
+        (root / "metadata_relations.json").write_text(json.dumps(meta))
+        out = tmp_path / lone / "f"
+        assert main(["build", "facts", "--source", "bear", "--path", str(root),
+                     "--relations", "all", "--out", str(out)]) == 0
+        line = capsys.readouterr().err   # the command's one line goes to stderr
+        assert "answer space worked out from the instances" in line and "example_2" in line
+        rows = {r["subject"]: r for r in pq.read_table(out / "facts.parquet").to_pylist()}
+        assert rows["the mouse"]["answer_space"] == ["the cat", "the frog"]
+        assert (rows["the mouse"]["answer_idx"], rows["the fly"]["answer_idx"]) == (0, 1)
+        src = read_manifest(out)["source"]
+        assert src["answer_space_incomplete"] == ["example_2"]
+        assert src["answer_space_derived"] == ["example_1", "example_2"]
+    # a whole answer space is still taken from the metadata, and not named
+    rows = {r["subject"]: r for r in _build("bear", _lm_pub_quiz_folder(tmp_path / "whole"),
+                                            tmp_path / "fw")}
+    assert rows["the mouse"]["answer_space"] == ["the frog", "the cat", "the owl"]
+    assert "answer_space_incomplete" not in read_manifest(tmp_path / "fw")["source"]
+
+
 def test_bear_relation_named_twice_or_unprintable_is_refused(tmp_path):
     root = _lm_pub_quiz_folder(tmp_path / "d")
     text = (root / "metadata_relations.json").read_text().rstrip()
