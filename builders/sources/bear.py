@@ -15,9 +15,12 @@ same answer space. ``relation_info.json`` beside the folder (the domains of each
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
+from typing import Iterator
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from factprobe.core import jsonsafe
 from factprobe.core.errors import UserError
@@ -178,14 +181,35 @@ def _lone_answer_space_field(entry: dict) -> bool:
 
 
 def instance_files(root: Path) -> dict[str, Path]:
-    """relation code -> its instance file: every ``*.jsonl`` of the folder, as lm-pub-quiz finds
-    them (``Relation.search_path``: any file name is a relation code, ``example_1.jsonl`` as
-    well as BEAR's ``P19.jsonl``), in natural order; other files (README, ``metadata.json``,
-    ``bear_lite_indices.json``) are not relations."""
-    found = [f for f in root.glob("*.jsonl") if f.is_file()]
-    for f in found:
-        _check_code(f.stem, f"{root}: the file {f.name!r}")
-    return {f.stem: f for f in sorted(found, key=lambda f: natural_key(f.name))}
+    """relation code -> its instance file, as lm-pub-quiz finds them (``Relation.search_path``:
+    any file name is a relation code, ``example_1.jsonl`` as well as BEAR's ``P19.jsonl``), in
+    natural order: every ``*.jsonl`` of the folder, and every Parquet instance table
+    (``<code>.parquet`` or ``<code>.parquet.<compression>``: what lm-pub-quiz's
+    ``save_instance_table`` writes and ``load_instance_table`` reads, the code being the name up
+    to its first dot, ``true_stem``); other files (README, ``metadata.json``,
+    ``bear_lite_indices.json``) are not relations. A relation in two files is refused:
+    lm-pub-quiz warns and reads whichever the folder lists first, which no import should guess."""
+    found: dict[str, Path] = {}
+    for f in sorted((f for f in root.iterdir() if f.is_file()), key=lambda f: f.name):
+        if f.name.endswith(".jsonl"):
+            code = f.name[:-len(".jsonl")]
+        elif _parquet_name(f.name):
+            code = f.name.partition(".")[0]
+        else:
+            continue
+        _check_code(code, f"{root}: the file {f.name!r}")
+        if code in found:
+            raise UserError(f"{root}: relation {code} has two instance files, "
+                            f"{found[code].name} and {f.name}; keep one")
+        found[code] = f
+    return {c: found[c] for c in sorted(found, key=lambda c: natural_key(found[c].name))}
+
+
+def _parquet_name(name: str) -> bool:
+    """``P19.parquet``, ``P19.parquet.gzip``: lm-pub-quiz's ``fmt[0] == "parquet" and
+    len(fmt) <= 2`` on the name's suffixes after its first dot."""
+    suffixes = name.partition(".")[2].split(".")
+    return suffixes[0] == "parquet" and len(suffixes) <= 2 and all(suffixes)
 
 
 def _check_code(code: str, where: str) -> None:
@@ -200,9 +224,10 @@ def _instances(f: Path, rows: BenchRows) -> tuple[int, list]:
     """(lines, [(where, (sub_id, sub_label, obj_id, obj_label), sub_aliases, answer_idx)]) of
     one relation file's well-formed lines."""
     lines, out = 0, []
-    for n, obj in json_lines(f, rows):
+    parquet = _parquet_name(f.name)
+    for n, obj in (_parquet_rows(f) if parquet else json_lines(f, rows)):
         lines = n
-        where = f"{f}:{n}"
+        where = f"{f}: row {n}" if parquet else f"{f}:{n}"
         vals = [text_field(obj, k, where, rows, label=k.endswith("label")) for k in
                 ("sub_id", "sub_label", "obj_id", "obj_label")]
         aliases = text_list(obj, "sub_aliases", where, rows)
@@ -210,6 +235,30 @@ def _instances(f: Path, rows: BenchRows) -> tuple[int, list]:
             continue
         out.append((where, vals, aliases, obj.get("answer_idx")))
     return lines, out
+
+
+def _parquet_rows(f: Path) -> Iterator[tuple[int, dict]]:
+    """(row number from 1, row) of a Parquet instance table, as lm-pub-quiz's pd.read_parquet
+    gives them. pandas writes an integer column holding a null as floats (answer_idx 3.0, NaN):
+    a whole float is that integer and NaN no answer_idx (placed by obj_id), as for a JSON line
+    without the field."""
+    try:
+        table = pq.read_table(f)
+    except (pa.ArrowException, OSError) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+        raise UserError(f"{f}: not a Parquet file ({first}); give lm-pub-quiz's instance table "
+                        f"as it writes one") from None
+    n = 0
+    for batch in table.to_batches(max_chunksize=4096):
+        for row in batch.to_pylist():
+            n += 1
+            idx = row.get("answer_idx")
+            if isinstance(idx, float):
+                row["answer_idx"] = None if math.isnan(idx) else int(idx) if idx.is_integer() \
+                    else idx
+            if "answer_idx" in row and row["answer_idx"] is None:
+                del row["answer_idx"]
+            yield n, row
 
 
 def bear_templates(path: str) -> tuple[list[tuple[str, str, str]], dict]:

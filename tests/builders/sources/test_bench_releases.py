@@ -173,6 +173,47 @@ def test_bear_half_an_answer_space_is_worked_out_from_the_instances(tmp_path, ca
     assert "answer_space_incomplete" not in read_manifest(tmp_path / "fw")["source"]
 
 
+def test_bear_reads_lm_pub_quiz_parquet_instance_tables(tmp_path):
+    """lm-pub-quiz saves and loads an instance table as Parquet too (save_instance_table /
+    load_instance_table: ``<code>.parquet``, ``<code>.parquet.<compression>``, written by
+    pandas): the same folder with its tables in Parquet imports to the same facts, a pandas
+    column of answer_idx holding a null (floats, NaN) included; a relation in two files, or a
+    file that is no Parquet, is one line."""
+    import pandas as pd
+    jsonl = _lm_pub_quiz_folder(tmp_path / "j")
+    expected = _build("bear", jsonl, tmp_path / "fj")
+    root = _lm_pub_quiz_folder(tmp_path / "p")
+    one = pd.read_json(root / "example_1.jsonl", lines=True)
+    one["sub_aliases"] = [["the tourist"], []]
+    one.to_parquet(root / "example_1.parquet")
+    two = pd.read_json(root / "example_2.jsonl", lines=True)
+    two["answer_idx"] = [1.0, float("nan")]   # the second placed by its obj_id
+    two.to_parquet(root / "example_2.parquet.gzip", compression="gzip")
+    (root / "example_1.jsonl").unlink(), (root / "example_2.jsonl").unlink()
+    rows = _build("bear", root, tmp_path / "fp")
+    key = lambda r: (r["relation_id"], r["subject"])   # noqa: E731
+    assert [{k: v for k, v in r.items() if k != "subject_aliases"} for r in
+            sorted(rows, key=key)] == [{k: v for k, v in r.items() if k != "subject_aliases"}
+                                      for r in sorted(expected, key=key)]
+    assert {r["subject"]: r["answer_idx"] for r in rows if r["relation_id"] == "example_2"} \
+        == {"the mouse": 1, "the fly": 0}
+    src = read_manifest(tmp_path / "fp")["source"]
+    assert src["relations"] == ["example_1", "example_2"]
+    assert src["files"]["example_2.parquet.gzip"]["lines"] == 2
+    # sub_aliases, a list column in Parquet, are the subject's aliases as from a JSON line
+    assert {r["subject"]: r["subject_aliases"] for r in rows}["the traveler"] == ["the tourist"]
+    shutil.copy(jsonl / "example_1.jsonl", root)
+    with pytest.raises(UserError, match=r"relation example_1 has two instance files, "
+                                        r"example_1.jsonl and example_1.parquet; keep one"):
+        _build("bear", root, tmp_path / "f2")
+    (root / "example_1.jsonl").unlink()
+    (root / "example_1.parquet").write_text("not parquet")
+    with pytest.raises(UserError, match=r"example_1.parquet: not a Parquet file") as err:
+        _build("bear", root, tmp_path / "f3")
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "f2").exists() and not (tmp_path / "f3").exists()
+
+
 def test_bear_relation_named_twice_or_unprintable_is_refused(tmp_path):
     root = _lm_pub_quiz_folder(tmp_path / "d")
     text = (root / "metadata_relations.json").read_text().rstrip()
