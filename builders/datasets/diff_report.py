@@ -16,6 +16,7 @@ from factprobe.core.provenance import facts_root, input_of, make_provenance
 from factprobe.core.tables import base_manifest, dumps_json, read_table, write_parquet
 from factprobe.builders.datasets.diff import CHANGES, DIFF_COLUMNS, change_counts, diff_facts
 from factprobe.builders.datasets.diff_labels import align_to_ids, read_resolved
+from factprobe.builders.datasets.refresh_wikidata_ids import has_wikidata_ids, objects_by_ids
 from factprobe.builders.datasets.refresh import FACT_KINDS
 from factprobe.builders.datasets.refresh_labels import labels_are_ids
 from factprobe.builders.datasets.refresh_labels import summary as label_summary
@@ -60,6 +61,13 @@ def _labels_lines(labels: dict | None) -> list[str]:
     """What the summary says of a dataset named by labels, compared under resolved ids."""
     if not labels:
         return []
+    if labels.get("by") == "sub_w":
+        return [f"OLD is LAMA's Google-RE, named by Freebase ids: of its {labels['labels']} "
+                f"(relation, subject) pairs {labels['resolved']} are read by the release's "
+                f"Wikidata id (sub_w; objects by obj_w), {labels['unresolved']} have none and "
+                f"{labels['ambiguous']} two; the {labels['facts_left_out']} facts of the "
+                f"{labels['pairs_left_out']} without one are left out of the comparison (listed "
+                f"in NEW's resolved.parquet), and aliases are not compared.", ""]
     return [f"OLD names its subjects by label: of its {labels['labels']} (relation, label) "
             f"pairs {labels['resolved']} resolved to one entity ({labels['by_alias']} by an "
             f"alias), {labels['unresolved']} to none, {labels['ambiguous']} to several and "
@@ -101,12 +109,18 @@ def diff_datasets(cfg: DiffConfig) -> tuple[pa.Table, dict, str]:
     n_before = before.num_rows
     resolved = read_resolved(new.folder)
     labels = None
-    if resolved is not None and labels_are_ids(old.manifest):
-        # NEW is a refresh of a dataset named by labels: OLD is read under the ids they became
+    by_ids = resolved is not None and has_wikidata_ids(old.folder)
+    if resolved is not None and (labels_are_ids(old.manifest) or by_ids):
+        # NEW is a refresh of a dataset named by labels (or Google-RE's Freebase ids, read by
+        # the release's Wikidata ids): OLD is read under the ids they became
+        if by_ids:
+            before = objects_by_ids(before, old.folder)
         before, left = align_to_ids(before, resolved, after)
         labels = {**left, **{k: v for k, v in label_summary(resolved).items()
                              if k in ("labels", "resolved", "unresolved", "ambiguous",
                                       "malformed", "by_alias")}}
+        if by_ids:
+            labels["by"] = "sub_w"
     diff = diff_facts(before, after)
     totals, per = change_counts(diff)
     result = {"old": snapshot(old, n_before), "new": snapshot(new, after.num_rows),

@@ -40,6 +40,7 @@ from factprobe.builders.datasets.refresh_labels import (
     wanted_keys,
 )
 from factprobe.builders.datasets.refresh_labels import summary as label_summary
+from factprobe.builders.datasets import refresh_wikidata_ids as google_re
 
 # The datasets whose facts table names its pairs by id (facts, aliases, mc, misprimes...).
 FACT_KINDS = ("facts", "mc", "misprimes", "multiprompt", "fktc", "nobel")
@@ -162,8 +163,8 @@ def snapshot_of(provenance: dict) -> dict:
     return {k: provenance[k] for k in keep if provenance.get(k) not in (None, "", [])}
 
 
-def changes_since(inp: InputDataset, kept: pa.Table, resolved: pa.Table | None = None
-                  ) -> dict | None:
+def changes_since(inp: InputDataset, kept: pa.Table, resolved: pa.Table | None = None,
+                  by_ids: bool = False) -> dict | None:
     """Rows of each change from the dataset to its refresh (:mod:`.diff`); None when the
     dataset's facts lack a column the diff compares. A dataset named by labels is compared
     under the ids they resolved to (:mod:`.diff_labels`)."""
@@ -172,6 +173,8 @@ def changes_since(inp: InputDataset, kept: pa.Table, resolved: pa.Table | None =
     if not set(DIFF_COLUMNS) <= set(read_schema(inp.folder, "facts").names):
         return None
     old = read_table(inp.folder, "facts", list(DIFF_COLUMNS))
+    if by_ids:
+        old = google_re.objects_by_ids(old, inp.folder)
     if resolved is not None:
         old, _ = align_to_ids(old, resolved, kept)
     totals, _ = change_counts(diff_facts(old, kept))
@@ -190,16 +193,32 @@ def build_refresh(cfg: RefreshConfig) -> Path:
     inp = as_input(cfg.dataset, REFRESH_INPUT)
     by_label = labels_are_ids(inp.manifest)
     labels = dataset_labels(inp.folder, inp.spec) if by_label else None
+    # LAMA's Google-RE: Freebase ids and predicates, read by the release's Wikidata ids
+    by_ids = not by_label and google_re.has_wikidata_ids(inp.folder)
+    resolved = None
     if labels is not None:
         # the labels stand in for the pairs until they are resolved (a dump: as it is read)
         pairs = pa.table({"relation_id": [r for r, _ in sorted(labels)],
                           "subject_id": [s for _, s in sorted(labels)]})
         check_relation_ids(pairs["relation_id"].to_pylist(), cfg.facts.source, inp.spec)
+    elif by_ids:
+        resolved = google_re.resolve_by_ids(inp.folder)
+        pairs = resolved_pairs(resolved)
+        if pairs.num_rows == 0:
+            raise UserError(
+                f"--dataset {inp.spec}: none of its {resolved.num_rows} Google-RE (relation, "
+                f"subject) pairs has a Wikidata id (sub_w) in the release; refresh reads a "
+                f"Wikidata snapshot by those ids")
+        check_ids(google_re.as_properties(pairs), cfg.facts.source, inp.spec)
     else:
         pairs = dataset_pairs(inp.folder, inp.spec)
         check_ids(pairs, cfg.facts.source, inp.spec)
-    facts_cfg = source_config(cfg, inp, pairs)
-    resolved = None
+    if by_ids:
+        facts_cfg = source_config(cfg, inp, google_re.as_properties(pairs))
+        if google_re.year_relations(pairs) and not cfg.facts.date_format:
+            facts_cfg = replace(facts_cfg, date_format="year")
+    else:
+        facts_cfg = source_config(cfg, inp, pairs)
     reading = None
     if labels is not None and facts_cfg.source != "wikidata-dump":
         from factprobe.builders.sources.readers import graph, graph_endpoint
@@ -222,13 +241,16 @@ def build_refresh(cfg: RefreshConfig) -> Path:
         # dataset named by labels: the rows whose subject bears one of its names)
         if result.assembly is not None:
             wanted = wanted_keys(labels) if labels is not None and resolved is None else None
+            asked = google_re.as_properties(pairs) if by_ids else pairs
             facts, relation_table, _ = result.assembly.assemble_kept(
                 (lambda group: named_rows(group, wanted)) if wanted is not None else
-                (lambda group: keep_pairs(group, pairs)))
+                (lambda group: keep_pairs(group, asked)))
         else:
             from factprobe.builders.datasets.facts import assemble_facts
             facts, relation_table, _ = assemble_facts(result)
         provenance = dict(result.provenance)
+    if by_ids:   # the snapshot's properties back under the dataset's relation ids
+        facts, relation_table = google_re.to_dataset_relations(facts, relation_table, pairs)
     if labels is not None and resolved is None:
         resolved = resolve_facts(facts, labels).table()
         pairs = resolved_pairs(resolved)
@@ -246,12 +268,18 @@ def build_refresh(cfg: RefreshConfig) -> Path:
     if resolved is not None:   # which id each label became, and which found none or several
         counts["refresh"]["labels"] = label_summary(resolved)
         tables[RESOLVED] = resolved
-    changes = changes_since(inp, kept, resolved)
+    if by_ids:
+        counts["refresh"]["wikidata_properties"] = {
+            r: google_re.PROPERTIES[r] for r in sorted(set(pairs["relation_id"].to_pylist()))
+            if r in google_re.PROPERTIES}
+    changes = changes_since(inp, kept, resolved, by_ids)
     if changes is not None:   # what the dataset card says changed (factprobe diff: each row)
         counts["refresh"]["changes"] = changes
     params = {**facts_cfg.manifest_params(), "refresh_of": inp.manifest.get("name")}
-    if resolved is not None:
+    if resolved is not None and not by_ids:
         params["subjects_by_label"] = True
+    if by_ids:
+        params["subjects_by_wikidata_ids"] = "sub_w"
     manifest = base_manifest(
         Path(facts_cfg.out).name, "facts", provenance, params, counts,
         make_provenance(source=provenance, inputs={"refreshed": input_of(inp)}))
