@@ -13,6 +13,16 @@ those of the CLI, timed as whole processes. After the causal plant it also score
 benchmarks/planting_subject_only.py's three subject-only numbers (the `entropy` one is not
 part of `eval`). Prints one table and, with `--json`, writes every figure.
 
+The other importers run the same chain (`--source lama|entityquestions|bear|pararel`): the
+builds take the benchmark's own templates (`build import-templates --format SOURCE`) where
+docs/benchmarks-in.md poses a method on them (LAMA's and BEAR's for the prompt baseline,
+EntityQuestions' question for MONITOR, ParaRel's patterns for BELIEF, BELIEF-ICL and MONITOR's
+statement frames; `--bench-templates none` keeps data/templates everywhere), and the planted
+models are taught data/templates as docs/planting.md says, or with `--plant-templates bench`
+the imported ones (LAMA's Google-RE relations have no file in data/templates). `--models` reuses
+planted models already trained on the same MC set (plant is deterministic: the same set and
+defaults give the same bytes), so a second set of templates costs only the evals.
+
 Nothing here is downloaded: fetch the release yourself (a clone of yanaiela/pararel).
 """
 from __future__ import annotations
@@ -31,6 +41,14 @@ TEMPLATES = ROOT / "data" / "templates"
 # the relations of the issue's check: 4 x 100 facts (60 train / 40 test, 10 choices); every
 # one has a hand-written template file in data/templates
 RELATIONS = "P19,P36,P103,P176"
+# where docs/benchmarks-in.md poses a method on the benchmark's own templates: the builds (and
+# the prompt baseline's --templates) that take them, and the fktc options the page gives
+BENCH = {"lama": {"prompt"},
+         "bear": {"prompt"},
+         "entityquestions": {"fktc"},
+         "pararel": {"multiprompt", "fktc"}}
+FKTC_ARGS = {"entityquestions": ["--questions", "1"], "pararel": ["--frame", "statement"],
+             "lama": ["--frame", "statement"]}
 
 
 def run(args: list[str], log: Path) -> dict:
@@ -89,6 +107,18 @@ def main(argv=None) -> int:
                         "so the multi-prompt and FKTC sets hold the same facts")
     p.add_argument("--work", required=True, help="a new folder for the datasets and runs")
     p.add_argument("--methods", default="zp-lke,prompt,belief-icl,monitor,belief")
+    p.add_argument("--bench-templates", default="auto",
+                   help="builds on the benchmark's own templates: auto (where the docs say), "
+                        "all (templates, multiprompt, fktc and prompt) or none")
+    p.add_argument("--plant-templates", default=str(TEMPLATES),
+                   help="what the planted models are taught: a templates folder or dataset, "
+                        "or 'bench' for the imported ones (default data/templates)")
+    p.add_argument("--fktc-args", default=None,
+                   help="extra build fktc options, space-separated (default: the docs' ones)")
+    p.add_argument("--models", help="a folder with planted/ and planted-mlm/ already trained "
+                                    "on this MC set: reused instead of planting")
+    p.add_argument("--builds-only", action="store_true",
+                   help="stop after the datasets are built (to check an import cheaply)")
     p.add_argument("--json")
     a = p.parse_args(argv)
     work = Path(a.work)
@@ -106,22 +136,46 @@ def main(argv=None) -> int:
     step("mc", "build", "mc", "--quiet", "--facts", str(d / "facts"), "--out", str(d / "mc"),
          "--choices", "10", "--min-facts", str(a.facts), "--min-objects", "10",
          "--train", str(a.facts * 3 // 5), "--test", str(a.facts - a.facts * 3 // 5))
-    step("templates", "build", "templates", "--quiet", "--facts", str(d / "facts"),
-         "--templates-dir", str(TEMPLATES), "--paraphrases", "0",
-         "--out", str(d / "templates"))
+    bench_for = {"none": set(), "all": {"prompt", "multiprompt", "fktc"},
+                 "auto": BENCH.get(a.source, set())}.get(a.bench_templates)
+    if bench_for is None:
+        p.error("--bench-templates is auto, all or none")
+    if a.plant_templates == "bench":
+        bench_for = bench_for | {"plant"}
+    if bench_for:
+        step("import_templates", "build", "import-templates", "--quiet", "--format",
+             {"trex": "lama"}.get(a.source, a.source), "--path", a.path,
+             "--relations", a.relations, "--out", str(d / "bench-templates"))
+
+    if not {"multiprompt", "fktc"} <= bench_for:
+        # data/templates' statements and questions, for the builds that do not take the
+        # benchmark's own (Google-RE's relations have no file there: --bench-templates all)
+        step("templates", "build", "templates", "--quiet", "--facts", str(d / "facts"),
+             "--templates-dir", str(TEMPLATES), "--paraphrases", "0",
+             "--out", str(d / "templates"))
+
+    def templates_for(use: str) -> str:
+        return str(d / ("bench-templates" if use in bench_for else "templates"))
     step("multiprompt", "build", "multiprompt", "--quiet", "--facts", str(d / "facts"),
-         "--templates", str(d / "templates"), "--out", str(d / "multiprompt"))
+         "--templates", templates_for("multiprompt"), "--out", str(d / "multiprompt"))
+    fktc_args = (a.fktc_args.split() if a.fktc_args is not None
+                 else FKTC_ARGS.get(a.source, []) if "fktc" in bench_for else [])
     step("fktc", "build", "fktc", "--quiet", "--facts", str(d / "facts"),
-         "--templates", str(d / "templates"), "--out", str(d / "fktc"))
-    models = work / "models"
-    step("plant", "plant", "--quiet", "--dataset", str(d / "mc"), "--templates", str(TEMPLATES),
-         "--out", str(models / "planted"))
+         "--templates", templates_for("fktc"), *fktc_args, "--out", str(d / "fktc"))
+    if a.builds_only:
+        return 0
+    taught = templates_for("plant") if a.plant_templates == "bench" else a.plant_templates
+    models = Path(a.models) if a.models else work / "models"
+    if not a.models:
+        step("plant", "plant", "--quiet", "--dataset", str(d / "mc"), "--templates", taught,
+             "--out", str(models / "planted"))
     methods = a.methods.split(",")
-    if "belief" in methods:
+    if "belief" in methods and not a.models:
         step("plant_masked", "plant", "--quiet", "--masked", "--dataset", str(d / "mc"),
-             "--templates", str(TEMPLATES), "--out", str(models / "planted-mlm"))
+             "--templates", taught, "--out", str(models / "planted-mlm"))
     args = {"zp-lke": ["--dataset", str(d / "mc"), "--examples", "50", "--seeds", "0"],
-            "prompt": ["--dataset", str(d / "mc"), "--templates", str(TEMPLATES)],
+            "prompt": ["--dataset", str(d / "mc"), "--templates",
+                       templates_for("prompt") if "prompt" in bench_for else taught],
             "belief-icl": ["--dataset", str(d / "multiprompt"), "--max-names", "1",
                            "--samples", "10", "--sample-prompts", "100"],
             "monitor": ["--dataset", str(d / "fktc")],
@@ -133,6 +187,8 @@ def main(argv=None) -> int:
         step(f"eval_{m}", "eval", m, "--quiet", *args[m], "--model", str(model),
              "--out", str(out))
         blocks[m] = {k: headline(v) for k, v in validity(out).items()}
+    step("report", "report", "--quiet", "--no-plots", "--results", str(work / "runs"),
+         "--out", str(work / "report"))
     subject_only = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "planting_subject_only.py"), "--json",
          "--model", str(models / "planted"), "--dataset", str(d / "mc")],
@@ -144,10 +200,16 @@ def main(argv=None) -> int:
             info = json.loads(meta.read_text(encoding="utf-8"))
             plants[name] = {k: info.get(k) for k in ("epochs_run", "steps", "converged")}
             plants[name]["final_accuracy"] = (info.get("planted_accuracy") or [None])[-1]
-    result = {"relations": a.relations, "source": a.source, "steps": steps, "plants": plants,
+    facts_meta = json.loads((d / "facts" / "dataset.json").read_text(encoding="utf-8"))
+    imported = {"counts": facts_meta.get("counts"),
+                "skipped": (facts_meta.get("source") or {}).get("skipped"),
+                "release": (facts_meta.get("source") or {}).get("release")}
+    result = {"relations": a.relations, "source": a.source, "path": a.path,
+              "bench_templates": sorted(bench_for), "plant_templates": taught,
+              "imported": imported, "steps": steps, "plants": plants,
               "validity": blocks,
               "subject_only_script": json.loads(subject_only[subject_only.index("{"):])}
-    print(json.dumps({"plants": plants, "validity": blocks,
+    print(json.dumps({"imported": imported, "plants": plants, "validity": blocks,
                       "subject_only_script": result["subject_only_script"]}, indent=1))
     if a.json:
         Path(a.json).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
