@@ -117,11 +117,14 @@ def read_bear(path: str, relations: list[str] | None, *, limit: int | None = Non
     # The released BEAR-big names P414 in its metadata but ships no P414.jsonl: a relation
     # without instances is counted and named, not refused; a file the metadata does not name
     # gets the answer space of its objects, like BEAR-big's relations.
+    # (named and counted only when asked for: --relations P19 leaves nothing of P414 out)
+    asked = set(rows.take.wanted) if rows.take.wanted is not None else None
     no_file = [r for r in meta if r not in files]
     no_meta = [r for r in files if r not in meta]
     for rid in no_file:
         rows.take.present.add(rid)
-        rows.skip("relations_without_instance_file")
+        if asked is None or rid in asked:
+            rows.skip("relations_without_instance_file")
     for rid in [r for r in meta if r in files] + no_meta:
         f = files[rid]
         entry = meta.get(rid, {})
@@ -166,8 +169,9 @@ def read_bear(path: str, relations: list[str] | None, *, limit: int | None = Non
     rows.files[METADATA] = {"sha256": sha256(root / METADATA)}
     if info:
         rows.files["../relation_info.json"] = {"sha256": sha256(info_file)}
-    noted = {"answer_space_derived": derived, "answer_space_incomplete": incomplete,
-             "relations_without_instance_file": no_file, "relations_without_metadata": no_meta}
+    noted = {k: [r for r in v if asked is None or r in asked] for k, v in {
+        "answer_space_derived": derived, "answer_space_incomplete": incomplete,
+        "relations_without_instance_file": no_file, "relations_without_metadata": no_meta}.items()}
     return rows.result(root, f"BEAR folder {root.name} (lm-pub-quiz/BEAR)",
                        {k: v for k, v in noted.items() if v})
 

@@ -486,6 +486,28 @@ def test_bear_big_derives_the_answer_space(tmp_path):
     assert counts["templates"] == 3
 
 
+def test_bear_names_only_the_relations_asked(tmp_path):
+    """With --relations, the manifest's lists and the 'not imported' counts are of the relations
+    asked: BEAR-big's P414 (named, no instance file) is no fact left out of a P36 import, and a
+    relation not asked is not 'derived' (before, every relation of the folder was listed)."""
+    root = tmp_path / "BEAR-big"
+    shutil.copytree(FIX / "bear" / "BEAR-big", root)
+    meta = json.loads((root / "metadata_relations.json").read_text())
+    meta["P414"] = {"templates": ["[X] is traded on the [Y]."]}
+    meta["P19"] = {"templates": ["[X] was born in [Y]."]}
+    (root / "metadata_relations.json").write_text(json.dumps(meta))
+    shutil.copy(FIX / "bear" / "BEAR" / "P19.jsonl", root / "P19.jsonl")
+    build_facts(FactsConfig(source="bear", relations=("P36",), out=str(tmp_path / "f"),
+                            path=str(root), progress=False))
+    manifest = read_manifest(tmp_path / "f")
+    assert manifest["source"]["answer_space_derived"] == ["P36"]
+    assert "relations_without_instance_file" not in manifest["source"]
+    assert "skipped_relations_without_instance_file" not in manifest["counts"]["dropped"]
+    build_facts(FactsConfig(source="bear", relations=("P36", "P414"), out=str(tmp_path / "g"),
+                            path=str(root), progress=False))
+    assert read_manifest(tmp_path / "g")["source"]["relations_without_instance_file"] == ["P414"]
+
+
 def test_card_describes_the_import(tmp_path):
     """The dataset card (publish --dry-run) names the benchmark, its release, each file read
     with its sha256, the columns the import keeps, and the terms the authors state."""
