@@ -103,8 +103,9 @@ def main(argv=None) -> int:
     p.add_argument("--source", default="pararel", help="the importer (pararel, trex, lama)")
     p.add_argument("--relations", default=RELATIONS)
     p.add_argument("--facts", type=int, default=100,
-                   help="facts per relation, all of them in the MC set (60 train / 40 test), "
-                        "so the multi-prompt and FKTC sets hold the same facts")
+                   help="facts per relation in the MC set (60 train / 40 test); with the default "
+                        "--limit every fact read, so the multi-prompt and FKTC sets hold "
+                        "the same facts")
     p.add_argument("--limit", type=int, default=None,
                    help="facts read per relation (default --facts). More where the release "
                         "repeats facts, so that the MC set still finds --facts distinct "
