@@ -161,7 +161,8 @@ def train_causal_old(facts, cur, forms, cfg):
             batch = data[perm[i:i + cfg.batch_size]]
             yield [lambda batch=batch: model(input_ids=batch, labels=batch).loss]  # one part
     checks = sample_checks(cur.taught, forms, cur.formats, cfg.check_facts, cfg.seed)
-    log = run_epochs(model, step_batches, lambda: old_causal_accuracy(model, tokenizer, checks),
+    log = run_epochs(model, step_batches,
+                     lambda lanes: old_causal_accuracy(model, tokenizer, checks),
                      cfg, "plant")
     return model, tokenizer, log
 
@@ -196,7 +197,8 @@ def train_masked_old(facts, cur, forms, cfg):
                 input_ids=ids, attention_mask=attn, labels=labels).loss]
     checks = sample_checks(cur.taught, forms, cur.formats, cfg.check_facts, cfg.seed,
                            masked=True)
-    log = run_epochs(model, step_batches, lambda: old_masked_accuracy(model, tokenizer, checks),
+    log = run_epochs(model, step_batches,
+                     lambda lanes: old_masked_accuracy(model, tokenizer, checks),
                      cfg, "plant (masked)")
     return model, tokenizer, log
 

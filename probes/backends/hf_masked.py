@@ -44,18 +44,26 @@ class HFMasked(HFBackend):
         if tokenizer.mask_token is None:
             raise UserError(f"model {config.model!r} has no mask token; BELIEF needs a masked LM")
 
-    def candidate_ids(self, prompt: str, words: Sequence[str]) -> list[int | None]:
-        """Per word, the one token it is at the mask of ``prompt``, or None when it is more
-        (or merges with the text around the mask)."""
-        if not words:
-            return []
-        masked = self.tokenize(prompt.replace(MASK, self.tok.mask_token),
-                          add_special_tokens=False)["input_ids"]
-        at = masked.index(self.tok.mask_token_id)
-        filled = self.tokenize([prompt.replace(MASK, w) for w in words],
-                          add_special_tokens=False)["input_ids"]
-        return [ids[at] if len(ids) == len(masked) and ids[:at] == masked[:at]
-                and ids[at + 1:] == masked[at + 1:] else None for ids in filled]
+    def candidate_ids(self, prompts: Sequence[str], words: Sequence[Sequence[str]]
+                      ) -> list[list[int | None]]:
+        """Per prompt and each of its words, the one token the word is at the prompt's mask,
+        or None when it is more (or merges with the text around the mask). Two tokenizer
+        calls for a whole batch: one per text cost more than the model's forward passes.
+
+        The ids are those of one call per text (a fast tokenizer encodes each text of a batch
+        on its own, and nothing here pads)."""
+        masked = self.tokenize([p.replace(MASK, self.tok.mask_token) for p in prompts],
+                               add_special_tokens=False)["input_ids"] if prompts else []
+        flat = [p.replace(MASK, w) for p, ws in zip(prompts, words) for w in ws]
+        filled = iter(self.tokenize(flat, add_special_tokens=False)["input_ids"]
+                      if flat else [])
+        out = []
+        for m, ws in zip(masked, words):
+            at = m.index(self.tok.mask_token_id)
+            got = [next(filled) for _ in ws]
+            out.append([ids[at] if len(ids) == len(m) and ids[:at] == m[:at]
+                        and ids[at + 1:] == m[at + 1:] else None for ids in got])
+        return out
 
     def request_tokens(self, request) -> int:
         return 0   # never compared: max_length is None
@@ -152,9 +160,10 @@ class HFMasked(HFBackend):
             self.tokens_full += int(enc["attention_mask"].sum())
             rows, cols = (enc["input_ids"] == self.tok.mask_token_id).nonzero(as_tuple=True)
             probs = torch.softmax(logits[rows, cols].float(), dim=-1)
-            for r, p in zip(chunk, probs):
+            cands = self.candidate_ids([r.prompt for r in chunk],
+                                       [list(r.candidates) for r in chunk])
+            for r, p, ids in zip(chunk, probs, cands):
                 top = torch.topk(p, r.top_k)
-                ids = self.candidate_ids(r.prompt, r.candidates)
                 out.append(Masked(
                     [self.tok.convert_ids_to_tokens(int(t)) for t in top.indices],
                     top.values.tolist(),

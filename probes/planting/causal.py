@@ -39,7 +39,7 @@ def expected_time(step, steps: list, checks_acc, cap: int) -> str:
     for p in step.params:
         p.grad = None
     start = time.perf_counter()
-    checks_acc()
+    checks_acc(step.lanes())
     check = time.perf_counter() - start
     epoch = seconds * len(steps) + check
     return (f"factprobe plant: {len(steps)} steps an epoch on {step.workers} thread"
@@ -76,13 +76,14 @@ class Gradients:
     def __init__(self, model, workers: int):
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.workers = max(1, workers)       # may change between steps: no bit depends on it
-        self.lanes: dict = {}                # eval's lanes (core.lanes), one set per count
+        self._by_count: dict = {}            # eval's lanes (core.lanes), one set per count
 
-    def _lanes(self):
+    def lanes(self):
+        """The lanes of the current worker count (the accuracy check runs on them too)."""
         from factprobe.core.lanes import Lanes
-        if self.workers not in self.lanes:
-            self.lanes[self.workers] = Lanes(self.workers)
-        return self.lanes[self.workers]
+        if self.workers not in self._by_count:
+            self._by_count[self.workers] = Lanes(self.workers)
+        return self._by_count[self.workers]
 
     def _one(self, loss_of):
         import torch
@@ -93,7 +94,7 @@ class Gradients:
         """Sets each parameter's ``.grad`` to the batch's gradient; returns the batch loss.
         Each callable in ``micro`` gives its micro-batch's loss already divided by the whole
         batch's count of predicted tokens, so the parts add up to the batch's mean."""
-        done = self._lanes().map(self._one, micro)
+        done = self.lanes().map(self._one, micro)
         loss = done[0][0]
         for other, _ in done[1:]:
             loss = loss + other
@@ -109,7 +110,7 @@ class Gradients:
         return self
 
     def __exit__(self, *exc) -> None:
-        for lanes in self.lanes.values():
+        for lanes in self._by_count.values():
             lanes.close()
 
 
@@ -130,7 +131,7 @@ def one_torch_thread():
 def run_epochs(model, step_batches, checks_acc, cfg, desc: str) -> dict:
     """Train epoch by epoch: ``step_batches(epoch)`` yields each optimiser step's micro-batches
     (a list of callables giving their share of the step's loss, :class:`Gradients`),
-    ``checks_acc()`` the planted-fact accuracy. Stops at
+    ``checks_acc(lanes)`` the planted-fact accuracy (on the training's lanes). Stops at
     ``cfg.target_accuracy`` unless ``cfg.epochs`` fixes the count. Returns the training log."""
     import torch
     from tqdm import tqdm
@@ -171,7 +172,7 @@ def run_epochs(model, step_batches, checks_acc, cfg, desc: str) -> dict:
                     opt.zero_grad()
                     step += 1
                 losses.append(sum(epoch_losses) / max(1, len(epoch_losses)))
-                accuracy.append(round(checks_acc(), 4))
+                accuracy.append(round(checks_acc(grads.lanes()), 4))
                 if meter is not None:
                     grads.workers = min(most, free_cores(meter.n, meter.busy()))
                 epochs_run = epoch + 1
@@ -244,7 +245,8 @@ def train_causal(facts: pd.DataFrame, cur, forms: dict, cfg):
     # the checks never change: tokenised and padded once, not every epoch
     checks = causal_batches(
         tokenizer, sample_checks(cur.taught, forms, cur.formats, cfg.check_facts, cfg.seed))
-    log = run_epochs(model, step_batches, lambda: batches_accuracy(model, checks), cfg, "plant")
+    log = run_epochs(model, step_batches, lambda lanes: batches_accuracy(model, checks, lanes),
+                     cfg, "plant")
     return model, tokenizer, {**log, "fitted": fitted}
 
 

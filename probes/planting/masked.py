@@ -80,7 +80,7 @@ def train_masked(facts: pd.DataFrame, cur, forms: dict, cfg):
     # the checks never change: tokenised and padded once, not every epoch
     checks = masked_batches(tokenizer, sample_checks(cur.taught, forms, cur.formats,
                                                      cfg.check_facts, cfg.seed, masked=True))
-    log = run_epochs(model, step_batches, lambda: batches_accuracy(model, checks),
+    log = run_epochs(model, step_batches, lambda lanes: batches_accuracy(model, checks, lanes),
                      cfg, "plant (masked)")
     return model, tokenizer, {**log, "fitted": fitted}
 

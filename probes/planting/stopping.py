@@ -142,21 +142,22 @@ def _head(model):
     return model.cls if hasattr(model, "cls") else model.get_output_embeddings()
 
 
-def batches_accuracy(model, batches: list[CheckBatch]) -> float:
+def batches_accuracy(model, batches: list[CheckBatch], lanes=None) -> float:
     """Share of checks whose every target token is the top prediction at its position.
 
     Only the positions read go through the vocabulary projection (the costliest layer of a
     small model: every position of every check times the vocabulary), not the whole batch;
-    the body of the model runs on the same padded batch as a full forward pass would."""
+    the body of the model runs on the same padded batch as a full forward pass would.
+    ``lanes`` (core.lanes, the training's): the batches spread over its threads, each batch
+    computed whole on one, so the count is the one a single thread gives."""
     import torch
     total = sum(b.size for b in batches)
     if not total:
         return float("nan")
-    hits = 0
-    model.eval()
     head = _head(model)
-    with torch.inference_mode():
-        for b in batches:
+
+    def hits(b: CheckBatch) -> int:
+        with torch.inference_mode():     # per thread: a lane does not inherit the caller's
             hidden = model.base_model(input_ids=b.ids, attention_mask=b.attn)[0]
             picked = hidden[b.rows, b.cols]
             n = len(picked)
@@ -165,9 +166,14 @@ def batches_accuracy(model, batches: list[CheckBatch]) -> float:
             top = head(picked)[:n].argmax(-1)
             misses = torch.zeros(b.size, dtype=torch.long).index_add_(
                 0, b.owner, (top != b.targets).long())
-            hits += int((misses == 0).sum())
-    model.train()
-    return hits / total
+            return int((misses == 0).sum())
+
+    model.eval()
+    try:
+        counted = lanes.map(hits, batches) if lanes is not None else [hits(b) for b in batches]
+    finally:
+        model.train()
+    return sum(counted) / total
 
 
 def causal_accuracy(model, tokenizer, checks: list[Check], batch: int = 64) -> float:

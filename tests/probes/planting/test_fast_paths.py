@@ -86,9 +86,15 @@ def test_the_causal_check_reads_what_the_full_logits_gave(arch):
              [Check("What is the", " capital of"), Check("Paris, Zürich and", " São Paulo")]
     hits = reference_causal(model, tok, checks)
     assert 0 < sum(hits) < len(hits)          # a check that can fail, and can pass
-    for batch in (64, 5, 1):                  # full, ragged and one-check batches
-        got = batches_accuracy(model, causal_batches(tok, checks, batch))
-        assert got == sum(hits) / len(hits)
+    from factprobe.core.lanes import Lanes
+    with Lanes(2) as lanes:
+        for batch in (64, 5, 1):              # full, ragged and one-check batches
+            got = batches_accuracy(model, causal_batches(tok, checks, batch))
+            assert got == sum(hits) / len(hits)
+            # the batches spread over two threads (as plant checks): the same count, and
+            # the model back in training mode for the next step
+            assert batches_accuracy(model, causal_batches(tok, checks, batch), lanes) == got
+            assert model.training
     # one check at a time: each one's verdict, not only the share
     assert [batches_accuracy(model, causal_batches(tok, [c])) == 1.0 for c in checks] == hits
 

@@ -34,7 +34,7 @@ def rates(monkeypatch, cfg: PlantConfig) -> list[float]:
     def step_batches(epoch):
         for _ in range(2):
             yield [lambda: (model(torch.ones(1, 1)) ** 2).sum()]
-    run_epochs(model, step_batches, lambda: 0.1, cfg, "t")      # never learned: runs to the cap
+    run_epochs(model, step_batches, lambda lanes: 0.1, cfg, "t")      # never learned: runs to the cap
     return lrs
 
 
@@ -56,7 +56,7 @@ def test_the_expected_time_is_said_before_training_and_changes_nothing():
     before = [p.detach().clone() for p in model.parameters()]
     batches = [[lambda: (model(torch.ones(1, 1)) ** 2).sum()]] * 7
     with Gradients(model, 1) as grads:
-        line = expected_time(grads, batches, lambda: 0.5, 30)
+        line = expected_time(grads, batches, lambda lanes: 0.5, 30)
     assert line.startswith("factprobe plant: 7 steps an epoch on 1 thread, about ")
     assert "at most 30 epochs" in line
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))

@@ -29,7 +29,7 @@ def fake_training(accuracies):
     def step_batches(epoch):
         for _ in range(3):  # 3 steps per epoch
             yield [lambda: (model(torch.ones(1, 1)) ** 2).sum()]
-    return model, step_batches, lambda: next(seen)
+    return model, step_batches, lambda lanes: next(seen)
 
 
 def test_stops_at_the_first_epoch_that_reaches_the_target(capsys):
