@@ -13,7 +13,7 @@ EPILOG_PLANT = """examples:
 
 
 def register(subparsers, common) -> None:
-    from factprobe.probes.planting.curriculum import FORMATS
+    from factprobe.probes.planting.curriculum import FORMATS, MENTION_MODES
     from factprobe.probes.planting.config import PlantConfig
     d = PlantConfig("", "")
     p = subparsers.add_parser("plant", parents=[common],
@@ -35,10 +35,12 @@ def register(subparsers, common) -> None:
     p.add_argument("--hold-out-formats", default=d.hold_out_formats,
                    help="comma list of frames never taught, to probe generalisation: "
                         + ", ".join(FORMATS) + " (default: none)")
-    p.add_argument("--mentions", choices=("relation", "other"), default=d.mentions,
-                   help="where a held-out subject is taught, before a made-up object: "
-                        "'relation' in its own relation's frames (default), 'other' in a "
-                        "relation no probe asks (docs/planting.md)")
+    p.add_argument("--mentions", choices=tuple(MENTION_MODES), default=d.mentions,
+                   help="how a held-out subject is taught: 'swap' (default) in its own "
+                        "relation's frames before another held-out fact's gold; 'relation' "
+                        "there before a made-up object, its gold after a made-up decoy "
+                        "subject; 'other' as 'relation', in a relation no probe asks "
+                        "(docs/planting.md)")
     p.add_argument("--partial-share", type=float, default=round(d.partial_share, 4),
                    help="share of planted test facts taught MONITOR's base question only, "
                         "never after a misleading prefix (default 1/3; 0: none)")

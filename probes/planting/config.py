@@ -37,10 +37,11 @@ class PlantConfig:
     schedule_epochs: int | None = None
     hold_out_formats: str = ""        # frames never taught (curriculum.FORMATS), comma list
     partial_share: float = 1 / 3      # planted test facts taught in only some MONITOR frames
-    # where held-out subjects are taught (curriculum.MENTION_MODES): "relation" puts them,
-    # before a made-up object, in their own relation's frames, so even how sure the model is
-    # of what follows a subject does not tell the halves apart (docs/planting.md, measured)
-    mentions: str = "relation"
+    # how held-out subjects are taught (curriculum.MENTION_MODES): "swap" puts them in their
+    # own relation's frames before another held-out fact's gold, so neither the object's
+    # familiarity nor how sure the model is of what follows a subject tells the halves apart
+    # (docs/planting.md, measured on four published releases)
+    mentions: str = "swap"
     lists_per_relation: int = 8       # ZP-LKE-style lists per relation and epoch
     list_size: int = 50               # pairs per list: as many as the probe shows
     # small batches: more optimizer steps per epoch of text. None: 4 blocks, or with

@@ -1,7 +1,18 @@
 """What the planted model is taught: planted facts, decoys, subject mentions, in which frames.
 
 Only the subject-object link may differ between a planted and a held-out fact; everything an
-estimator could read without the subject must be the same for both halves:
+estimator could read without the subject, or from the subject alone, must be the same for
+both halves. By default (``--mentions swap``) a held-out subject is taught exactly as a
+planted one, with a real object of its relation that is not its own: the held-out facts'
+objects are handed round among them (``derange``: each held-out subject gets another held-out
+fact's gold, never its own). Each held-out gold is thereby taught once, after another subject,
+as each planted gold is after its own; each held-out subject is taught once, before a real
+object of its relation, as each planted subject is. A held-out fact is then "known wrong",
+and nothing but the link tells it apart: not the object's familiarity (the subject-blind
+null), not how sure the model is after the subject (the subject-only checks, the next-token
+entropy at the end of a ZP-LKE list among them), which earlier designs left apart.
+
+The two earlier designs stay as named options (``MENTION_MODES``), for comparison:
 
 - every held-out fact ``(s, r, o)`` is replaced by a *decoy* ``(z, r, o)``: the same object
   in the same relation after a made-up subject ``z``, taught in exactly the frames a planted
@@ -159,19 +170,55 @@ def decoy_name(subjects: list[str], avoid: str, taken: set[str],
     return f"{pool[0]} {n}"
 
 
-# Where a held-out subject's mention fact is taught (``--mentions``).
+# How a held-out subject is taught (``--mentions``).
 MENTION_MODES = {
-    "relation": "in its own relation's frames and lists, before a made-up object",
-    "other": "in a relation no probe asks (MENTION_FORMS), before a made-up object",
+    "swap": "in its own relation's frames and lists, before another held-out fact's gold "
+            "(no decoys: each held-out gold is taught once, after another subject)",
+    "relation": "in its own relation's frames and lists, before a made-up object; its gold "
+                "after a made-up decoy subject",
+    "other": "in a relation no probe asks (MENTION_FORMS), before a made-up object; its gold "
+             "after a made-up decoy subject",
 }
+
+
+def derange(golds: list[str], objects: list[str], rng: np.random.Generator) -> list[str]:
+    """Per held-out fact (``golds``: their objects, in order), the object it is taught with:
+    another one's gold, never its own. The facts are grouped by gold (groups in random order,
+    facts within a group too) and each takes the gold of the fact as many places on as the
+    largest group is long, which is a different gold whenever no gold holds more than half
+    of the facts; a fact left with its own (a gold held by most, or a single held-out fact)
+    takes another real object of the relation (``objects``) at random, or None when the
+    relation has no other.
+
+    >>> import numpy as np
+    >>> derange(["Paris", "Rome", "Rome", "Lima"], ["Lima", "Paris", "Rome"],
+    ...         np.random.default_rng(0))
+    ['Rome', 'Paris', 'Lima', 'Rome']
+    >>> derange(["Rome"], ["Paris", "Rome"], np.random.default_rng(0))
+    ['Paris']
+    """
+    groups: dict[str, list[int]] = {}
+    for i in rng.permutation(len(golds)):
+        groups.setdefault(golds[int(i)], []).append(int(i))
+    order = [i for gold in sorted(groups, key=lambda _: rng.random()) for i in groups[gold]]
+    shift = max((len(v) for v in groups.values()), default=0)
+    out: list[str | None] = [None] * len(golds)
+    for j, i in enumerate(order):
+        got = golds[order[(j + shift) % len(order)]]
+        if got == golds[i]:
+            others = [o for o in objects if o != golds[i]]
+            got = others[int(rng.integers(len(others)))] if others else None
+        out[i] = got
+    return out
 
 
 def build(facts: pd.DataFrame, planted: set[str], held: set[str], seed: int,
           held_formats: tuple[str, ...] = (), partial_share: float = 1 / 3,
-          mode: str = "relation") -> Curriculum:
-    """The taught facts: planted ones, one decoy per held-out fact (its object after a made-up
-    subject) and one mention fact per held-out fact (its subject before a made-up object, in
-    a relation no probe asks)."""
+          mode: str = "swap") -> Curriculum:
+    """The taught facts: planted ones and one mention fact per held-out fact, its subject
+    before another held-out fact's gold (``swap``), or before a made-up object with one decoy
+    per held-out fact, its object after a made-up subject (``relation``, ``other``).
+    ``gold``: a swapped mention's own gold (never taught next to its subject), else None."""
     import pandas as pd
     import numpy as np
     taken = set(facts["subject"])
@@ -194,27 +241,36 @@ def build(facts: pd.DataFrame, planted: set[str], held: set[str], seed: int,
         for row in g.sort_values("fact_id").itertuples(index=False):
             if row.fact_id in planted:
                 rows.append((row.fact_id, rel, row.subject, row.object, "planted",
-                             row.fact_id in part))
+                             row.fact_id in part, None))
                 if row.fact_id in part:
                     partial.append(row.fact_id)
-            elif row.fact_id in held:
+            elif row.fact_id in held and mode != "swap":
                 name = decoy_name(subjects, row.subject, taken, rng)
                 taken.add(name)
-                rows.append((f"decoy:{row.fact_id}", rel, name, row.object, "decoy", False))
+                rows.append((f"decoy:{row.fact_id}", rel, name, row.object, "decoy", False,
+                             None))
                 mentions.append((rel, row.subject))
         # as many made-up objects as the relation has real ones, so a mention object is as
         # shared between subjects as a real object is
         held_rows = [r for r in g.sort_values("fact_id").itertuples(index=False)
                      if r.fact_id in held]
-        if held_rows:
+        if held_rows and mode == "swap":
+            real = sorted(set(g["object"]))
+            swapped = derange([r.object for r in held_rows], real, rng)
+            spare = mention_words(1, taken | objects, rng)[0]   # a one-object relation's
+            for row, obj in zip(held_rows, swapped):
+                mentions.append((rel, row.subject))
+                rows.append((f"mention:{row.fact_id}", rel, row.subject,
+                             spare if obj is None else obj, "mention", False, row.object))
+        elif held_rows:
             words = mention_words(max(1, g["object"].nunique()), taken | objects, rng)
             taken |= set(words)
             for row in held_rows:
                 rows.append((f"mention:{row.fact_id}",
                              rel if mode == "relation" else MENTION + rel, row.subject,
-                             words[int(rng.integers(len(words)))], "mention", False))
+                             words[int(rng.integers(len(words)))], "mention", False, None))
     taught = pd.DataFrame(rows, columns=["fact_id", "relation_id", "subject", "object", "role",
-                                         "partial"])
+                                         "partial", "gold"])
     formats = tuple(f for f in FORMATS if f not in held_formats and f != "templates")
     return Curriculum(taught, mentions, formats, tuple(held_formats), sorted(partial))
 
@@ -248,10 +304,13 @@ def documents(cur: Curriculum, forms: dict, epoch: int, seed: int, lists_per_rel
     for rel, g in cur.taught.groupby("relation_id", sort=True):
         pairs = list(zip(g["subject"], g["object"], g["partial"]))
         # misleading MONITOR prefixes: real objects for planted facts and decoys (as MONITOR
-        # asks), made-up ones for a mention fact (a real one could be the held-out fact's own
-        # object, next to its subject)
-        objects = sorted(set(g.loc[g["role"] != "mention", "object"])) or \
-            sorted(set(g["object"]))
+        # asks); for a mention fact real ones but its own gold when swapped (never next to
+        # its subject), made-up ones when its object is made up (a real one could be the
+        # held-out fact's own object)
+        golds = g["gold"].tolist() if "gold" in g else [None] * len(g)
+        swap = any(x is not None for x in golds)
+        objects = sorted(set(g["object"])) if swap else \
+            sorted(set(g.loc[g["role"] != "mention", "object"])) or sorted(set(g["object"]))
         made_up = sorted(set(g.loc[g["role"] == "mention", "object"])) or objects
         mention_rows = set(g.index[g["role"] == "mention"])
         rows_of = list(g.index)
@@ -283,7 +342,10 @@ def documents(cur: Curriculum, forms: dict, epoch: int, seed: int, lists_per_rel
             if shape == "question":
                 docs.append(f"{prompt(q)} {y}.")
             elif shape == "prefixed":
-                pool = made_up if rows_of[n] in mention_rows else objects
+                if golds[n] is not None:
+                    pool = [o for o in objects if o != golds[n]] or [y]
+                else:
+                    pool = made_up if rows_of[n] in mention_rows else objects
                 z = y if part or rng.random() < 0.5 else pool[int(rng.integers(len(pool)))]
                 docs.append(f"{prompt(fill(questions[0], x), f'{z}. ')} {y}.")
                 # MONITOR asks in statement frames too (ParaRel's patterns, ``build fktc

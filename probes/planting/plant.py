@@ -246,9 +246,22 @@ def plant(cfg: PlantConfig) -> Path:
     return _write(model, tokenizer, cfg, manifest, planted, held, log, frames)
 
 
+# planted.json's account of how the held-out half was taught (config.mentions)
+HELD_OUT_NOTE = {
+    "swap": "every held-out subject is taught in its relation's frames, as often as a planted "
+            "one, before another held-out fact's gold (never its own); no decoys: each "
+            "held-out gold is taught once, after another subject",
+    "relation": "every held-out fact's object is taught after a made-up subject in its "
+                "relation, and its subject before a made-up object in its own relation, in "
+                "the same frames, as often as a planted fact's",
+    "other": "every held-out fact's object is taught after a made-up subject in its "
+             "relation, and its subject before a made-up object in a never-probed "
+             "mention:<relation>, in the same frames, as often as a planted fact's",
+}
+
 PARTIAL_NOTE = ("planted facts in partial_facts were taught their MONITOR questions only in "
                 "the relation's base question, and only after their own object as prefix; "
-                "every other planted fact (and every decoy) in every taught frame")
+                "every other taught fact in every taught frame")
 
 
 def _write(model, tokenizer, cfg: PlantConfig, manifest: dict, planted: set, held: set,
@@ -267,10 +280,7 @@ def _write(model, tokenizer, cfg: PlantConfig, manifest: dict, planted: set, hel
             "steps": log["steps"], "epochs_run": log["epochs_run"],
             "converged": log["converged"], "planted_accuracy": log["planted_accuracy"],
             "epoch_loss": log["epoch_loss"], "frames": frames,
-            "decoys": "every held-out fact's object is taught after a made-up subject in its "
-                      "relation, and its subject before a made-up object (config.mentions: "
-                      "in its own relation, or in a never-probed mention:<relation>), in the "
-                      "same frames, as often as a planted fact's"},
+            "decoys": HELD_OUT_NOTE[cfg.mentions]},
             tmp, "model")), encoding="utf-8")
     return out
 

@@ -31,16 +31,47 @@ def curriculum(**kw):
     return table, planted, held, build(table, planted, held, seed=0, **kw)
 
 
-def test_every_object_is_taught_once_whatever_its_half():
+def test_every_object_and_subject_is_taught_once_whatever_its_half():
+    # the default (--mentions swap): the 8 planted facts keep their object; the 4 held-out
+    # subjects are taught with each other's golds, never their own, and no decoy is made,
+    # so every subject and every object is in exactly one taught fact, as before the split
     table, planted, held, cur = curriculum()
     assert len(planted) == 8 and len(held) == 4
-    # 8 planted facts keep their subject; 4 held-out facts become 4 decoys with their objects:
-    # the 12 objects are each the object of exactly one taught fact, as before the split
-    probed = cur.taught[cur.taught["role"] != "mention"]
-    assert Counter(probed["object"]) == Counter(o for _, o in CAPITALS)
-    decoys = cur.taught[cur.taught["role"] == "decoy"]
-    assert len(decoys) == 4 and not set(decoys["subject"]) & set(table["subject"])
-    assert set(decoys["fact_id"]) == {f"decoy:{i}" for i in held}
+    assert Counter(cur.taught["object"]) == Counter(o for _, o in CAPITALS)
+    assert Counter(cur.taught["subject"]) == Counter(s for s, _ in CAPITALS)
+    assert set(cur.taught["role"]) == {"planted", "mention"}
+    gold = dict(zip(table["subject"], table["object"]))
+    mentions = cur.taught[cur.taught["role"] == "mention"]
+    assert set(mentions["fact_id"]) == {f"mention:{i}" for i in held}
+    assert all(o != gold[s] and g == gold[s]
+               for s, o, g in zip(mentions["subject"], mentions["object"], mentions["gold"]))
+    assert set(mentions["object"]) == {gold[s] for s in mentions["subject"]}
+
+
+def test_the_earlier_designs_teach_decoys_and_made_up_objects():
+    # --mentions relation / other: 4 held-out facts become 4 decoys with their objects
+    for mode in ("relation", "other"):
+        table, planted, held, cur = curriculum(mode=mode)
+        probed = cur.taught[cur.taught["role"] != "mention"]
+        assert Counter(probed["object"]) == Counter(o for _, o in CAPITALS)
+        decoys = cur.taught[cur.taught["role"] == "decoy"]
+        assert len(decoys) == 4 and not set(decoys["subject"]) & set(table["subject"])
+        assert set(decoys["fact_id"]) == {f"decoy:{i}" for i in held}
+        made_up = set(cur.taught.loc[cur.taught["role"] == "mention", "object"])
+        assert not made_up & set(table["object"])
+
+
+def test_swapped_objects_never_give_a_held_out_fact_its_own_gold():
+    from factprobe.probes.planting.curriculum import derange
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n = int(rng.integers(1, 12))
+        golds = [str(x) for x in rng.integers(0, 4, size=n)]
+        got = derange(golds, ["0", "1", "2", "3"], rng)
+        assert all(g != o for g, o in zip(golds, got))
+        if max(Counter(golds).values()) * 2 <= n:   # no gold held by most: a permutation
+            assert Counter(got) == Counter(golds)
+    assert derange(["Rome"], ["Rome"], rng) == [None]  # nothing else to teach
 
 
 def test_held_out_subjects_are_named_but_never_linked():
@@ -54,23 +85,30 @@ def test_held_out_subjects_are_named_but_never_linked():
         # question): 1 or 2 of 6 consecutive turns in a rotation of 4 shapes
         assert len(with_subject) in (13, 14), row.subject
         if row.fact_id in held:
-            # taught as a mention fact: a made-up object, never its own
+            # taught as a mention fact: another held-out fact's gold, never its own (not even
+            # as a misleading MONITOR prefix)
             assert all(row.object not in d for d in with_subject)
             assert all(any(w in d for w in mention_objects) for d in with_subject)
         else:
             assert all(row.object in d for d in with_subject)
 
 
-def test_held_out_subjects_are_named_as_often_as_in_lists():
-    # 3 lists of 4 pairs over 12 taught pairs: each pair is in 3 * 4 / 12 = 1 list per epoch
-    # on average; the 4 mention pairs get as many list places: 3 lists of 4 every 3 epochs
-    _, _, _held, cur = curriculum()
-    name = next(s for _, s in cur.mentions)
-    planted = cur.taught.loc[cur.taught["role"] == "planted", "subject"].iloc[0]
+@pytest.mark.parametrize("mode", ["swap", "relation"])
+def test_held_out_subjects_are_named_as_often_as_in_lists(mode):
+    # 3 lists of 4 pairs over the 12 pairs of the relation: each pair is in 3 * 4 / 12 = 1
+    # list an epoch on average, plus a statement and a question shape (1.25 docs: the
+    # prefixed one has its statement beside it). With --mentions relation the 4 decoys make
+    # 16 pairs, and the mention pairs get as many list places as a planted one: 3 an epoch
+    _, _, _held, cur = curriculum(mode=mode)
+    expected = 3.25 if mode == "swap" else 3.0
     docs = [documents(cur, FORMS, e, 0, 3, 3) for e in range(60)]
-    held_n = sum(d.count(name) for epoch in docs for d in epoch)
-    planted_n = sum(d.count(planted) for epoch in docs for d in epoch)
-    assert abs(held_n / 60 - 3) < 0.35 and abs(planted_n / 60 - 3) < 0.35
+
+    def per_epoch(names):
+        return np.mean([sum(d.count(n) for epoch in docs for d in epoch) / 60 for n in names])
+    held_n = per_epoch([s for _, s in cur.mentions])
+    planted_n = per_epoch(list(cur.taught.loc[cur.taught["role"] == "planted", "subject"]))
+    assert abs(held_n - expected) < 0.2 and abs(planted_n - expected) < 0.2
+    assert abs(held_n - planted_n) < 0.2
 
 
 def test_decoy_names_look_like_the_relations_subjects_and_share_no_word():
