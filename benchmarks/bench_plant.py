@@ -56,7 +56,8 @@ def configs(dataset: str, epochs: int, templates: str = str(ROOT / "data/templat
                          width=p["width"], vocab_size=p["vocab_size"], block=p["block"],
                          batch_size=p["batch_size"], lr=p["lr"],
                          weight_decay=p["weight_decay"], decay_share=p["decay_share"],
-                         schedule_epochs=p["schedule_epochs"])
+                         schedule_epochs=p["schedule_epochs"],
+                         lists_per_relation=p.get("lists_per_relation", 8))
     masked = PlantConfig(**common, masked=True, seed=m["seed"], max_epochs=m["max_epochs"],
                          target_accuracy=m["target_accuracy"], lr=m["lr"],
                          layers=m["layers"], vocab_size=m["vocab_size"],
