@@ -307,7 +307,9 @@ def documents(cur: Curriculum, forms: dict, epoch: int, seed: int, lists_per_rel
         # asks); for a mention fact real ones but its own gold when swapped (never next to
         # its subject), made-up ones when its object is made up (a real one could be the
         # held-out fact's own object)
-        golds = g["gold"].tolist() if "gold" in g else [None] * len(g)
+        # a missing gold reads as NaN or None depending on the column's inferred dtype
+        golds = [x if isinstance(x, str) else None
+                 for x in (g["gold"] if "gold" in g else [None] * len(g))]
         swap = any(x is not None for x in golds)
         objects = sorted(set(g["object"])) if swap else \
             sorted(set(g.loc[g["role"] != "mention", "object"])) or sorted(set(g["object"]))
