@@ -55,7 +55,7 @@ def commands(work: Path, epochs: int, methods: tuple[str, ...] = ()) -> dict[str
             str(plant["vocab_size"]), "--block", str(plant["block"]), "--batch-size",
             str(plant["batch_size"]), "--lr", str(plant["lr"]), "--weight-decay",
             str(plant["weight_decay"]), "--decay-share", str(plant["decay_share"]),
-            "--lists-per-relation", str(plant.get("lists_per_relation", 8)),
+            "--lists-per-relation", str(plant["lists_per_relation"]),
             "--out", str(work / "planted")],
         "eval zp-lke": cli + [
             "eval", "zp-lke", "--quiet", "--dataset", "data/datasets/sample-mc", "--model",

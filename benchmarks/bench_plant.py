@@ -57,7 +57,7 @@ def configs(dataset: str, epochs: int, templates: str = str(ROOT / "data/templat
                          batch_size=p["batch_size"], lr=p["lr"],
                          weight_decay=p["weight_decay"], decay_share=p["decay_share"],
                          schedule_epochs=p["schedule_epochs"],
-                         lists_per_relation=p.get("lists_per_relation", 8))
+                         lists_per_relation=p["lists_per_relation"])
     masked = PlantConfig(**common, masked=True, seed=m["seed"], max_epochs=m["max_epochs"],
                          target_accuracy=m["target_accuracy"], lr=m["lr"],
                          layers=m["layers"], vocab_size=m["vocab_size"],
