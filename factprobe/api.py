@@ -100,6 +100,10 @@ def evaluate(method: str, dataset: str | Path, model: str | Path, *, out: str | 
     from factprobe.evaluation import run_evaluation
     given = {"dataset": dataset, "model": model, "out": out, "backend": backend, **options}
     args = _parse(command.register, ["eval", method], given)
+    # as the command line does; too late, and so a no-op, where this process imported torch
+    # already (what ran is in run.json's "kernels")
+    from factprobe.core.kernels import pin
+    pin(args.kernels)
     from factprobe.cli.outputs import guarded_outputs
     with guarded_outputs(args):
         done = run_evaluation(method, args)

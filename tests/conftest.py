@@ -34,6 +34,13 @@ def _share_cores_among_workers() -> None:
 
 _share_cores_among_workers()
 
+# The command line holds torch to its portable kernels before importing it (core/kernels.py);
+# a test that runs a command in this process, where some other test imported torch first,
+# must compute with the same kernels as one that starts the command in a new process.
+from factprobe.core.kernels import pin  # noqa: E402
+
+pin()
+
 DATA = Path(__file__).parent / "data"
 
 # Whole modules that run the real command line many times or start servers and models: `make

@@ -78,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # before any command imports torch, which reads the choice once (core/kernels.py)
+    from factprobe.core.kernels import pin
+    pin(getattr(args, "kernels", "portable"))
     try:
         with guarded_outputs(args):
             message = args.run(args)

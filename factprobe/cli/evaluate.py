@@ -53,6 +53,8 @@ def _eval_flags(p: argparse.ArgumentParser) -> None:
     _backend_flags(p)
     from factprobe.cli.threads import add_threads_flag
     add_threads_flag(p, "run.json (local runs; Ray replicas take --cpus-per-replica)")
+    from factprobe.cli.threads import add_kernels_flag
+    add_kernels_flag(p, "run.json (the Hugging Face kinds; Ray replicas inherit it)")
     from factprobe.cli.scale_flags import add_scale_flags
     add_scale_flags(p)
 

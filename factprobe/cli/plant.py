@@ -80,6 +80,8 @@ def register(subparsers, common) -> None:
     from factprobe.cli.threads import add_threads_flag
     from factprobe.cli.threads import PLANT_HELP
     add_threads_flag(p, "planted.json", PLANT_HELP)
+    from factprobe.cli.threads import add_kernels_flag
+    add_kernels_flag(p, "planted.json")
     p.set_defaults(run=_run_plant)
 
 
@@ -90,7 +92,7 @@ def _run_plant(args) -> str:
     from factprobe.cli.threads import apply_threads
     fields = PlantConfig.__dataclass_fields__
     cfg = PlantConfig(**{k: getattr(args, k) for k in fields
-                         if k not in ("progress", "threads") and hasattr(args, k)},
+                         if k not in ("progress", "threads", "kernels") and hasattr(args, k)},
                       progress=not args.quiet)
     # Torch itself runs on one thread: a second one splits its sums otherwise and plants other
     # bits. The cores are used through the micro-batches instead, one Python thread each

@@ -46,6 +46,14 @@ def add_threads_flag(p: argparse.ArgumentParser, where: str, text: str | None = 
                    help=text or HELP.format(where=where))
 
 
+def add_kernels_flag(p: argparse.ArgumentParser, where: str) -> None:
+    """``--kernels``, read by the app before the command runs: torch must not be imported yet
+    when the choice is made (factprobe.core.kernels)."""
+    from factprobe.core.kernels import HELP as KERNELS_HELP, MODES
+    p.add_argument("--kernels", choices=MODES, default="portable",
+                   help=KERNELS_HELP.format(where=where))
+
+
 def apply_threads(requested: int | str | None, work_cap: int | None = None,
                   lanes: bool = False) -> dict:
     """Choose the count and return what to record. ``lanes`` (eval): the count is of lanes,

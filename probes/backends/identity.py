@@ -27,6 +27,7 @@ from pathlib import Path
 
 from factprobe.core.cache import ResponseCache, default_cache_dir, request_key
 from factprobe.core.errors import UserError
+from factprobe.core.kernels import in_effect
 from factprobe.core.tables import file_sha256
 from factprobe.probes.backends.config import BackendConfig
 
@@ -136,6 +137,7 @@ def model_identity(config: BackendConfig, backend, *, masked: bool = False,
                      "prefix_cache": config.prefix_cache,
                      "trust_remote_code": config.trust_remote_code},
         "versions": _versions(),
+        "kernels": in_effect(),              # AVX2 or the CPU's own: other bits (core/kernels)
     }
 
 

@@ -283,6 +283,7 @@ def _run(cfg: EvalConfig, plan: Plan, method_cfg, dataset_info: dict, metrics_fn
         "sessions": checkpoints.session_info(),
         "executor": runner.info(),
         "threads": _lanes_used(threads, runner),
+        "kernels": runner.identity().get("kernels"),   # the CPU kernels the numbers came from
         "rows": len(outputs),
     }
     if plan.info.get("planted_model") is not None:   # whether the planted model learned

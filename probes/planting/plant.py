@@ -22,6 +22,7 @@ import pandas as pd
 from factprobe.core import jsonsafe
 from factprobe.core.errors import UserError
 from factprobe.core.outdir import atomic_folder, stamp
+from factprobe.core.kernels import in_effect
 from factprobe.core.tables import dumps_json, read_manifest, read_table
 # The configuration lives in a module without torch, pandas or pyarrow: the CLI's parser reads
 # its defaults for --help (re-exported here, where callers have always found it).
@@ -280,7 +281,10 @@ def _write(model, tokenizer, cfg: PlantConfig, manifest: dict, planted: set, hel
             "steps": log["steps"], "epochs_run": log["epochs_run"],
             "converged": log["converged"], "planted_accuracy": log["planted_accuracy"],
             "epoch_loss": log["epoch_loss"], "frames": frames,
-            "decoys": HELD_OUT_NOTE[cfg.mentions]},
+            "decoys": HELD_OUT_NOTE[cfg.mentions],
+            # the CPU kernels the bits came from: the same on every AVX2 machine when
+            # portable (core/kernels.py)
+            "kernels": in_effect()},
             tmp, "model")), encoding="utf-8")
     return out
 
