@@ -62,6 +62,7 @@ bench: $(STAMP)
 	  $(BIN)/python benchmarks/bench_build_mc.py --facts $$n --json .bench/build_mc.jsonl || exit 1; \
 	done
 	$(BIN)/python benchmarks/bench_belief_fluctuation.py
+	$(BIN)/python benchmarks/bench_kernels.py --layers 4 --width 512 --json .bench/kernels.json
 
 # llama.cpp's OpenAI-compatible server for tests/planted/test_llamacpp.py (skipped without it):
 # llama-cpp-python[server] at constraints.txt's version, built from PyPI's source (about 25

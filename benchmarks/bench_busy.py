@@ -188,7 +188,7 @@ def main() -> None:
             "default_held_over_free": round(med["default, one core held"] / med["default, free"],
                                             3),
             "auto_held_over_free": round(med["auto, one core held"] / med["auto, free"], 3)}
-        for label in before:
+        for label in (before if name != "plant" else ()):   # --intra-op times eval only
             results[name][f"{label}_held_over_free".replace(" ", "_")] = round(
                 med[f"{label}, one core held"] / med[f"{label}, free"], 3)
             results[name][f"default_free_over_{label}_free".replace(" ", "_")] = round(
