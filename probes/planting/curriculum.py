@@ -118,6 +118,7 @@ class Curriculum:
     formats: tuple[str, ...]          # frames taught (FORMATS keys, 'templates' excluded)
     held_formats: tuple[str, ...]
     partial: list[str] = field(default_factory=list)  # planted fact ids taught partially
+    mode: str = "swap"                # how held-out subjects are taught (MENTION_MODES)
 
 
 def parse_formats(spec: str) -> tuple[str, ...]:
@@ -181,14 +182,17 @@ MENTION_MODES = {
 }
 
 
-def derange(golds: list[str], objects: list[str], rng: np.random.Generator) -> list[str]:
+def derange(golds: list[str], objects: list[str], rng: np.random.Generator,
+            names: list[set[str]] | None = None) -> list[str]:
     """Per held-out fact (``golds``: their objects, in order), the object it is taught with:
     another one's gold, never its own. The facts are grouped by gold (groups in random order,
     facts within a group too) and each takes the gold of the fact as many places on as the
     largest group is long, which is a different gold whenever no gold holds more than half
     of the facts; a fact left with its own (a gold held by most, or a single held-out fact)
     takes another real object of the relation (``objects``) at random, or None when the
-    relation has no other.
+    relation has no other. ``names``: per fact, every name its gold answers to (aliases,
+    case-folded): an object among them is its own gold under another name, and is refused
+    as the gold itself is (the multi-name probes would count it as known).
 
     >>> import numpy as np
     >>> derange(["Paris", "Rome", "Rome", "Lima"], ["Lima", "Paris", "Rome"],
@@ -196,7 +200,12 @@ def derange(golds: list[str], objects: list[str], rng: np.random.Generator) -> l
     ['Rome', 'Paris', 'Lima', 'Rome']
     >>> derange(["Rome"], ["Paris", "Rome"], np.random.default_rng(0))
     ['Paris']
+    >>> derange(["USA", "United States"], ["USA", "United States", "Peru"],
+    ...         np.random.default_rng(0), [{"usa", "united states"}, {"united states", "usa"}])
+    ['Peru', 'Peru']
     """
+    if names is None:
+        names = [{g.casefold()} for g in golds]
     groups: dict[str, list[int]] = {}
     for i in rng.permutation(len(golds)):
         groups.setdefault(golds[int(i)], []).append(int(i))
@@ -205,8 +214,8 @@ def derange(golds: list[str], objects: list[str], rng: np.random.Generator) -> l
     out: list[str | None] = [None] * len(golds)
     for j, i in enumerate(order):
         got = golds[order[(j + shift) % len(order)]]
-        if got == golds[i]:
-            others = [o for o in objects if o != golds[i]]
+        if got == golds[i] or got.casefold() in names[i]:
+            others = [o for o in objects if o != golds[i] and o.casefold() not in names[i]]
             got = others[int(rng.integers(len(others)))] if others else None
         out[i] = got
     return out
@@ -230,6 +239,7 @@ def build(facts: pd.DataFrame, planted: set[str], held: set[str], seed: int,
     objects = set(facts["object"])
     if "object_aliases" in facts.columns:
         objects |= {a for al in facts["object_aliases"] if al is not None for a in al}
+    answers = _answers(facts)
     test_ids = set(facts.loc[facts.get("split", pd.Series("", index=facts.index)) == "test",
                              "fact_id"])
     for rel, g in facts.groupby("relation_id", sort=True):
@@ -250,19 +260,23 @@ def build(facts: pd.DataFrame, planted: set[str], held: set[str], seed: int,
                 rows.append((f"decoy:{row.fact_id}", rel, name, row.object, "decoy", False,
                              None))
                 mentions.append((rel, row.subject))
-        # as many made-up objects as the relation has real ones, so a mention object is as
-        # shared between subjects as a real object is
         held_rows = [r for r in g.sort_values("fact_id").itertuples(index=False)
                      if r.fact_id in held]
         if held_rows and mode == "swap":
             real = sorted(set(g["object"]))
-            swapped = derange([r.object for r in held_rows], real, rng)
-            spare = mention_words(1, taken | objects, rng)[0]   # a one-object relation's
+            swapped = derange([r.object for r in held_rows], real, rng,
+                              [answers[r.object.casefold()] for r in held_rows])
+            # a one-object relation's: nothing real is left to teach. The last draw of this
+            # relation's generator, so drawing it only when needed keeps every other byte.
+            spare = mention_words(1, taken | objects, rng)[0] \
+                if any(obj is None for obj in swapped) else None
             for row, obj in zip(held_rows, swapped):
                 mentions.append((rel, row.subject))
                 rows.append((f"mention:{row.fact_id}", rel, row.subject,
                              spare if obj is None else obj, "mention", False, row.object))
         elif held_rows:
+            # as many made-up objects as the relation has real ones, so a mention object is
+            # as shared between subjects as a real object is
             words = mention_words(max(1, g["object"].nunique()), taken | objects, rng)
             taken |= set(words)
             for row in held_rows:
@@ -272,7 +286,19 @@ def build(facts: pd.DataFrame, planted: set[str], held: set[str], seed: int,
     taught = pd.DataFrame(rows, columns=["fact_id", "relation_id", "subject", "object", "role",
                                          "partial", "gold"])
     formats = tuple(f for f in FORMATS if f not in held_formats and f != "templates")
-    return Curriculum(taught, mentions, formats, tuple(held_formats), sorted(partial))
+    return Curriculum(taught, mentions, formats, tuple(held_formats), sorted(partial), mode)
+
+
+def _answers(facts: pd.DataFrame) -> dict[str, set[str]]:
+    """Per object (case-folded), every name it answers to, case-folded: itself and the
+    aliases any fact gives it (one fact may list an alias another fact's object lacks)."""
+    out: dict[str, set[str]] = {}
+    aliases = facts["object_aliases"] if "object_aliases" in facts.columns else \
+        [None] * len(facts)
+    for obj, al in zip(facts["object"], aliases):
+        key = obj.casefold()
+        out.setdefault(key, {key}).update(a.casefold() for a in (al if al is not None else ()))
+    return out
 
 
 def split_templates(statements: list[str], questions: list[str], held_formats: tuple[str, ...]
@@ -310,7 +336,7 @@ def documents(cur: Curriculum, forms: dict, epoch: int, seed: int, lists_per_rel
         # a missing gold reads as NaN or None depending on the column's inferred dtype
         golds = [x if isinstance(x, str) else None
                  for x in (g["gold"] if "gold" in g else [None] * len(g))]
-        swap = any(x is not None for x in golds)
+        swap = cur.mode == "swap"
         objects = sorted(set(g["object"])) if swap else \
             sorted(set(g.loc[g["role"] != "mention", "object"])) or sorted(set(g["object"]))
         made_up = sorted(set(g.loc[g["role"] == "mention", "object"])) or objects

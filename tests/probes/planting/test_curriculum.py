@@ -74,6 +74,30 @@ def test_swapped_objects_never_give_a_held_out_fact_its_own_gold():
     assert derange(["Rome"], ["Rome"], rng) == [None]  # nothing else to teach
 
 
+def test_a_held_out_subject_is_never_taught_its_own_gold_under_another_name():
+    # one step outside exact strings: golds that are each other's aliases or differ only in
+    # case ("USA" / "United States" / "usa"); the multi-name probes accept aliases, so any of
+    # them taught after the subject would be its answer
+    table = facts()
+    table["object_aliases"] = [None] * len(table)
+    planted, held = split_planted(table, seed=0)
+    held_ids = sorted(held)
+    names = {held_ids[0]: ("USA", ["United States"]), held_ids[1]: ("United States", ["USA"]),
+             held_ids[2]: ("usa", None), held_ids[3]: ("Peru City", None)}
+    for fid, (obj, aliases) in names.items():
+        i = table.index[table["fact_id"] == fid][0]
+        table.at[i, "object"] = obj
+        table.at[i, "object_aliases"] = aliases
+    cur = build(table, planted, held, seed=0)
+    same = {"usa", "united states"}
+    for row in cur.taught[cur.taught["role"] == "mention"].itertuples():
+        own = same if row.gold.casefold() in same else {row.gold.casefold()}
+        assert row.object.casefold() not in own, (row.subject, row.object, row.gold)
+    # the three USA facts could only swap among themselves: each takes another real object
+    swapped = cur.taught.loc[cur.taught["role"] == "mention", "object"].str.casefold()
+    assert not set(swapped) - {"peru city"} <= same
+
+
 def test_held_out_subjects_are_named_but_never_linked():
     table, _planted, held, cur = curriculum(partial_share=0)
     docs = [d for e in range(6) for d in documents(cur, FORMS, e, 0, 0, 50)]
