@@ -54,7 +54,8 @@ def _eval_flags(p: argparse.ArgumentParser) -> None:
     from factprobe.cli.threads import add_threads_flag
     add_threads_flag(p, "run.json (local runs; Ray replicas take --cpus-per-replica)")
     from factprobe.cli.threads import add_kernels_flag
-    add_kernels_flag(p, "run.json (the Hugging Face kinds; Ray replicas inherit it)")
+    add_kernels_flag(p, "run.json (the Hugging Face kinds; a local Ray cluster this run "
+                        "starts inherits it, a running one keeps its own)")
     from factprobe.cli.scale_flags import add_scale_flags
     add_scale_flags(p)
 
