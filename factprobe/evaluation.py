@@ -108,8 +108,9 @@ def run_evaluation(method_name: str, args) -> Evaluated:
         threads = apply_threads(args.threads, lanes=True)
         executor = replace(executor, lanes=threads["threads"])
         from factprobe.core.kernels import too_late
-        if too_late(args.kernels) and not args.quiet:
-            print(f"factprobe eval: warning: {too_late(args.kernels)}", file=sys.stderr)
+        late = too_late(args.kernels)
+        if late and not args.quiet:
+            print(f"factprobe eval: warning: {late}", file=sys.stderr)
     out = run_eval(cfg, backend_cfg, plan, method_cfg, dataset_info(folder), kinds=KINDS,
                    metrics_fn=metrics_fn, executor=executor, threads=threads,
                    runnable=runnable_methods)

@@ -24,6 +24,8 @@ from collections.abc import MutableMapping
 MODES = ("portable", "native")
 
 PORTABLE = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "AVX2"}
+# what in_effect() reads where PORTABLE holds
+PORTABLE_RECORD = {"aten": "AVX2", "onednn_max_isa": "AVX2", "mkl_cbwr": "AVX2"}
 
 HELP = ("CPU kernels torch computes with: 'portable' (default) holds ATen, oneDNN and MKL to "
         "their AVX2 code, the same bits on every x86-64 machine with AVX2; 'native' lets torch "
@@ -89,7 +91,7 @@ def too_late(mode: str) -> str | None:
     if mode != "portable" or "torch" not in sys.modules or not can_pin():
         return None
     got = in_effect()
-    if got == {"aten": "AVX2", "onednn_max_isa": "AVX2", "mkl_cbwr": "AVX2"}:
+    if got == PORTABLE_RECORD:
         return None
     how = " ".join(f"{k}={v}" for k, v in PORTABLE.items())
     return (f"torch was imported before factprobe chose its CPU kernels, so this run computes "

@@ -283,7 +283,9 @@ def _run(cfg: EvalConfig, plan: Plan, method_cfg, dataset_info: dict, metrics_fn
         "sessions": checkpoints.session_info(),
         "executor": runner.info(),
         "threads": _lanes_used(threads, runner),
-        "kernels": runner.identity().get("kernels"),   # the CPU kernels the numbers came from
+        # the CPU kernels the numbers came from, as the identity the checkpoints were keyed by
+        # already holds them (a local backend's identity() hashes the model files again)
+        "kernels": checkpoints.identity.get("kernels"),
         "rows": len(outputs),
     }
     if plan.info.get("planted_model") is not None:   # whether the planted model learned

@@ -297,7 +297,9 @@ def _answers(facts: pd.DataFrame) -> dict[str, set[str]]:
         [None] * len(facts)
     for obj, al in zip(facts["object"], aliases):
         key = obj.casefold()
-        out.setdefault(key, {key}).update(a.casefold() for a in (al if al is not None else ()))
+        # an alias list may hold a null where a file had an empty cell
+        out.setdefault(key, {key}).update(a.casefold() for a in (al if al is not None else ())
+                                          if isinstance(a, str))
     return out
 
 
