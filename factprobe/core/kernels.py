@@ -1,14 +1,18 @@
 """Which CPU kernels torch computes with, so that a model trained or scored on one x86-64
-machine has the same bits on another.
+machine has the same bits on another of its vendor's.
 
 Torch chooses three things from the CPU it runs on: ATen's vectorised kernels (softmax, layer
 norm, AdamW: AVX2 or AVX-512), oneDNN's primitives, and MKL's GEMM code path. The same seed,
 data and thread count therefore train other bits on an AVX-512 machine than on an AVX2 one.
 Measured 2026-12-02: the shipped sample's two planted models, trained on an AMD EPYC with
 AVX-512, differed from those of an AVX2 EPYC (dvc.lock's hashes); with ATen and oneDNN held
-to AVX2 they were the same bytes, and ZP-LKE's scores of the same model were too. MKL picks
-its path by vendor as well as by instruction set, so MKL's conditional numerical
-reproducibility (``MKL_CBWR``) holds it to its AVX2 branch, the one every AVX2 CPU runs alike.
+to AVX2 they were the same bytes, and ZP-LKE's scores of the same model were too. MKL's
+conditional numerical reproducibility (``MKL_CBWR``) holds its GEMMs to the AVX2 branch.
+
+That does not reach across vendors: on an Intel Xeon (AMX) the same pins planted other bytes
+than both AMD machines, and so did every MKL branch tried there (AVX2 with and without CNR,
+AVX, SSE4.2, COMPATIBLE, AVX-512: docs/planting.md). So the vendor is part of the record,
+and of a run's resume identity, with the three settings.
 
 ``portable`` (the default of ``plant`` and ``eval``) sets the three variables before torch is
 imported; ``native`` leaves torch to choose (faster GEMMs on AVX-512 and AMX machines, other
@@ -43,6 +47,19 @@ def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> set[str]:
     except OSError:
         pass
     return set()
+
+
+def cpu_vendor(cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The CPU's vendor as the system names it (``GenuineIntel``, ``AuthenticAMD``), or the
+    machine's architecture where the system lists none (not Linux, not x86)."""
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.machine() or "unknown"
 
 
 def can_pin(machine: str | None = None, flags: set[str] | None = None) -> bool:
@@ -91,7 +108,7 @@ def too_late(mode: str) -> str | None:
     if mode != "portable" or "torch" not in sys.modules or not can_pin():
         return None
     got = in_effect()
-    if got == PORTABLE_RECORD:
+    if {k: got[k] for k in PORTABLE_RECORD} == PORTABLE_RECORD:
         return None
     how = " ".join(f"{k}={v}" for k, v in PORTABLE.items())
     return (f"torch was imported before factprobe chose its CPU kernels, so this run computes "
@@ -100,11 +117,13 @@ def too_late(mode: str) -> str | None:
 
 
 def in_effect() -> dict | None:
-    """What torch computes with in this process, for planted.json and run.json; None where
-    torch was never imported (a served model's backend)."""
+    """What torch computes with in this process, and on whose CPU, for planted.json and
+    run.json; None where torch was never imported (a served model's backend)."""
     if "torch" not in sys.modules:
         return None
     import torch
     return {"aten": torch.backends.cpu.get_cpu_capability(),
             "onednn_max_isa": os.environ.get("ONEDNN_MAX_CPU_ISA", "native"),
-            "mkl_cbwr": os.environ.get("MKL_CBWR", "native")}
+            "mkl_cbwr": os.environ.get("MKL_CBWR", "native"),
+            # the same pins compute other bits on another vendor's CPU (measured: module doc)
+            "vendor": cpu_vendor()}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import sys
 
@@ -14,7 +15,8 @@ from factprobe.core import kernels
 from tests.evaluators.cli.test_eval_cli import ROOT, mc_dir, run  # noqa: F401  (a fixture)
 
 needs_avx2 = pytest.mark.skipif(not kernels.can_pin(), reason="needs an x86-64 CPU with AVX2")
-PINNED = {"aten": "AVX2", "onednn_max_isa": "AVX2", "mkl_cbwr": "AVX2"}
+PINNED = {"aten": "AVX2", "onednn_max_isa": "AVX2", "mkl_cbwr": "AVX2",
+          "vendor": kernels.cpu_vendor()}
 
 
 def _clean_env() -> dict:
@@ -79,12 +81,21 @@ def test_eval_and_plant_record_the_kernels(mc_dir, tiny_causal_dir, tmp_path):  
     assert proc.returncode == 0, proc.stderr
     got = json.loads((tmp_path / "native" / "run.json").read_text())["kernels"]
     assert got == {"aten": _capability("", _clean_env()), "onednn_max_isa": "native",
-                   "mkl_cbwr": "native"}
+                   "mkl_cbwr": "native", "vendor": kernels.cpu_vendor()}
     proc = run("plant", "--dataset", str(mc_dir), "--epochs", "1", "--layers", "1", "--width",
                "32", "--heads", "2", "--vocab-size", "300", "--templates", "", "--threads", "1",
                "--out", str(tmp_path / "model"))
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "model" / "planted.json").read_text())["kernels"] == PINNED
+
+
+def test_the_vendor_is_read_from_the_systems_cpu_list(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nflags\t\t: fpu avx2 fma\n")
+    assert kernels.cpu_vendor(str(info)) == "AuthenticAMD"
+    assert kernels.cpu_flags(str(info)) == {"fpu", "avx2", "fma"}
+    # no list (not Linux): the architecture stands in, never an error
+    assert kernels.cpu_vendor(str(tmp_path / "absent")) == (platform.machine() or "unknown")
 
 
 def test_an_unknown_choice_is_one_line_and_exit_2(mc_dir, tmp_path):  # noqa: F811
