@@ -40,6 +40,7 @@ def test_a_model_that_learned_nothing_fails(runs):
 # LLaMa-30b-ins, the most reliable model of the paper's Table 4, scores MONITOR 0.479: a fact a
 # model was taught until the stopping rule held (and then some) must be held far more reliably.
 RELIABLE = 0.3
+ANCHOR = 0.5
 
 
 def test_partly_taught_facts_are_known_and_reliably_held(runs, world, causal_model):
@@ -71,9 +72,13 @@ def test_partly_taught_facts_are_known_and_reliably_held(runs, world, causal_mod
     # MONITOR counts a fact when its greedy answer to "y. Q0(x)" is the gold: for a partly
     # taught fact that is the very frame it was taught (measured: 8 and 7 of 8)
     assert all(len(g) >= 7 for g in group.values()), {k: len(g) for k, g in group.items()}
+    # the anchor's own probability (the denominator of Eq. 3): more than every other answer
+    # together, on average. Measured 0.95 and 0.93 on an AMD EPYC; on an Intel Xeon, whose
+    # kernels plant other bits (docs/planting.md, "Same bytes, which machine"), 0.75 and
+    # 0.77. A model that learned nothing gives about 1/vocabulary
+    anchor = {k: round(g["anchor_prob"].mean(), 3) for k, g in group.items()}
+    assert all(a > ANCHOR for a in anchor.values()), anchor
     for k, g in group.items():
-        # the anchor's own probability (the denominator of Eq. 3): measured 0.95 and 0.93
-        assert g["anchor_prob"].mean() >= 0.75, (k, g["anchor_prob"].tolist())
         score = MO.monitor_score(g["pfd"].to_numpy(), g["ird"].to_numpy(),
                                  g["anchor_prob"].to_numpy())
         # measured 0.120 (fully taught) and 0.069 (partly taught)
