@@ -125,13 +125,13 @@ def test_engines_benchmark_agrees_across_engines(tiny_llama_dir, sample_datasets
 
 @pytest.mark.slow
 def test_kernels_benchmark_runs_both_modes_and_each_repeats_its_bits(tmp_path):
-    from factprobe.core.kernels import can_pin
+    from factprobe.core.kernels import can_pin, cpu_vendor
     res = json.loads(run_script("bench_kernels.py", "--layers", "1", "--width", "64",
                                 "--batch", "2", "--seq", "16", "--reps", "1", "--repeat", "2",
                                 tmp_path=tmp_path))
     assert res["bits_repeat"] == {"portable": True, "native": True}
     if can_pin():
         assert res["portable"]["kernels"] == {"aten": "AVX2", "onednn_max_isa": "AVX2",
-                                              "mkl_cbwr": "AVX2"}
+                                              "mkl_cbwr": "AVX2", "vendor": cpu_vendor()}
         assert res["native"]["kernels"]["mkl_cbwr"] == "native"
     assert res["forward_ratio"] > 0 and res["train_step_ratio"] > 0
