@@ -37,29 +37,28 @@ HELP = ("CPU kernels torch computes with: 'portable' (default) holds ATen, oneDN
         "chosen before torch is imported; recorded in {where}")
 
 
-def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> set[str]:
-    """The CPU's feature flags, where the system lists them (Linux); empty elsewhere."""
+def _cpuinfo(field: str, cpuinfo: str) -> str | None:
+    """The first ``field`` line's value in the system's CPU list (Linux); None elsewhere."""
     try:
         with open(cpuinfo, encoding="utf-8", errors="replace") as f:
             for line in f:
-                if line.startswith("flags"):
-                    return set(line.partition(":")[2].split())
+                if line.startswith(field):
+                    return line.partition(":")[2]
     except OSError:
         pass
-    return set()
+    return None
+
+
+def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> set[str]:
+    """The CPU's feature flags, where the system lists them (Linux); empty elsewhere."""
+    return set((_cpuinfo("flags", cpuinfo) or "").split())
 
 
 def cpu_vendor(cpuinfo: str = "/proc/cpuinfo") -> str:
     """The CPU's vendor as the system names it (``GenuineIntel``, ``AuthenticAMD``), or the
     machine's architecture where the system lists none (not Linux, not x86)."""
-    try:
-        with open(cpuinfo, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith("vendor_id"):
-                    return line.partition(":")[2].strip()
-    except OSError:
-        pass
-    return platform.machine() or "unknown"
+    vendor = (_cpuinfo("vendor_id", cpuinfo) or "").strip()
+    return vendor or platform.machine() or "unknown"
 
 
 def can_pin(machine: str | None = None, flags: set[str] | None = None) -> bool:

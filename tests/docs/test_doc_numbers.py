@@ -13,6 +13,7 @@ machine") and rewrites the figures, which tests/docs/test_rebuilt_figures.py the
 against what the docs claim of them. Outside a git checkout the workspace's files stand in."""
 from __future__ import annotations
 
+import functools
 import json
 import re
 import subprocess
@@ -82,6 +83,7 @@ RUN_CLAIMS = [
 ]
 
 
+@functools.cache          # read once a session: every parametrised case asks (read-only)
 def committed(rel: str) -> dict:
     """The JSON file at ``rel`` (from the repository's root) as HEAD holds it; the
     workspace's where this is no git checkout or the file is not committed."""

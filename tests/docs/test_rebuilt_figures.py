@@ -7,15 +7,16 @@ Measured 2026-12-02, the AMD EPYC lock rebuilt on an Intel Xeon (AMX): ZP-LKE 0.
 its null 0.531 -> 0.494, MONITOR 1.000 -> 0.968, the link-shuffle null 0.119 -> 0.149."""
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 
 import pytest
 import yaml
 
+from factprobe.evaluators.metrics.validity import familiar
 from tests.docs.test_doc_numbers import (
     CLAIMS,
-    MARGIN,
     METRICS,
     ROOT,
     RUN_CLAIMS,
@@ -34,6 +35,7 @@ def _model_hashes(lock: dict) -> dict:
             for o in stage.get("outs", []) if o["path"] in MODELS}
 
 
+@functools.cache          # once a session: every parametrised case asks
 def same_models() -> bool:
     """Whether the workspace's dvc.lock (rewritten by a `dvc repro`) holds the committed
     lock's planted models; True where there is no git history to compare with."""
@@ -74,11 +76,11 @@ def test_rebuilt_validity_holds():
         auroc = value(report, f"{run}/validity_auroc/value")
         if auroc < VALID:
             bad.append(f"{run}: validity AUROC {auroc} < {VALID}")
-        try:
-            null = {k: value(report, f"{run}/subject_blind_auroc/{k}")
-                    for k in ("value", "ci_low", "ci_high")}
-        except (KeyError, TypeError):
-            continue                     # MONITOR's null is undefined (docs/metrics/validity.md)
-        if abs(null["value"] - 0.5) > MARGIN and not null["ci_low"] <= 0.5 <= null["ci_high"]:
+        # the report's own flag (MONITOR's null is undefined, None: never flagged)
+        node = report
+        for part in run.split("/"):
+            node = node[part]
+        null = node.get("subject_blind_auroc")
+        if familiar(null):
             bad.append(f"{run}: subject-blind null {null} flagged")
     assert not bad, "; ".join(bad)
