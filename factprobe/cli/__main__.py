@@ -1,5 +1,3 @@
-import sys
+from factprobe.cli.app import console
 
-from factprobe.cli.app import main
-
-sys.exit(main())
+console()
