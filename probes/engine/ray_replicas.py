@@ -19,6 +19,7 @@ import os
 import sys
 from collections.abc import Iterator
 
+from factprobe.core.cpus import ray_worker_env
 from factprobe.core.errors import UserError
 from factprobe.probes.backends.base import BackendKind
 from factprobe.probes.backends.config import BackendConfig
@@ -34,12 +35,6 @@ from factprobe.probes.engine.executors import (
 from factprobe.probes.engine.partition import assign, chunk_tokens, partitions, token_counter
 
 MAX_RESTARTS = 3
-# Ray starts its workers at niceness 15 (RayConfig worker_niceness: they yield to its own
-# daemons), so a replica beside any ordinary process gets ~1/30 of a core: on a 2-core machine
-# with other jobs running, a ZP-LKE run on 2 replicas took over 5 minutes that took 13 s
-# quiet (the local executor, not niced, 2-3x). A replica is the run's compute, so it runs at
-# the driver's niceness unless the user's environment sets RAY_worker_niceness itself.
-NICENESS_ENV = "RAY_worker_niceness"
 # Test hook: a marker file's path. The first replica to reach its second chunk creates it and
 # exits at once (os._exit, as a crash does), so the tests see a replica die mid-run.
 EXIT_HOOK = "FACTPROBE_TEST_REPLICA_EXIT"
@@ -106,12 +101,6 @@ class Replica:
         return timed_chunk(self.backend, stage_name, kind, chunk, None)
 
 
-def replica_niceness() -> str:
-    """The niceness replicas start at: the user's RAY_worker_niceness if set, else this
-    process's (NICENESS_ENV says why not Ray's 15)."""
-    return os.environ.get(NICENESS_ENV) or str(os.nice(0))
-
-
 class RayExecutor:
     """``cfg.replicas`` replicas of the backend on the cluster at ``cfg.address`` (or the Ray
     already initialised in this process)."""
@@ -143,7 +132,8 @@ class RayExecutor:
         actor = ray.remote(Replica).options(
             num_cpus=cfg.cpus_per_replica, num_gpus=cfg.gpus_per_replica,
             max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS,
-            runtime_env={"env_vars": {NICENESS_ENV: replica_niceness()}})
+            # at the driver's niceness, not Ray's 15 (core.cpus.ray_worker_env says why)
+            runtime_env={"env_vars": ray_worker_env()})
         backend_cfg = replica_config(backend_cfg, cfg.gpus_per_replica)
         self.offloads = bool(getattr(backend_cfg, "offload_folder", None))
         self.replicas = [actor.remote(kind.load, backend_cfg, cfg.cpus_per_replica,

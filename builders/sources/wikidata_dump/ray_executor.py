@@ -18,6 +18,7 @@ import tempfile
 from tqdm import tqdm
 
 from factprobe.core import jsonsafe
+from factprobe.core.cpus import ray_worker_env
 from factprobe.core.errors import UserError
 from factprobe.builders.sources.wikidata_dump.extract import extract
 from factprobe.builders.sources.wikidata_dump.local import line_error
@@ -92,7 +93,8 @@ def read_ray(dump: DumpFile, spec: ExtractSpec, work: WorkDir, *, shard_bytes: i
     if started_here:
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
     try:
-        remote = ray.remote(num_cpus=1)(read_shard)
+        # at this process's niceness, not Ray's 15 (core.cpus.ray_worker_env says why)
+        remote = ray.remote(num_cpus=1, runtime_env={"env_vars": ray_worker_env()})(read_shard)
         index_ref = ray.put(index)
         todo = {remote.remote(dump, spec, index_ref, k, shard_bytes, batch_bytes): k
                 for k in range(shards) if work.done(k) is None}
