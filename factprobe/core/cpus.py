@@ -166,21 +166,21 @@ def choose_threads(requested: int | str | None, work_cap: int | None = None,
     return ThreadChoice(cap(cores), "cores", cores, None, work_cap)
 
 
-# Ray starts its worker processes at niceness 15 (RayConfig worker_niceness: they yield to its
-# own daemons), so a worker beside any ordinary process gets ~1/30 of a core: on a 2-core
-# machine with three other busy processes, a ZP-LKE run on 2 Ray replicas did not finish in 5
-# minutes that took 13 s quiet (the local executor, not niced: 28.7 s). factprobe's Ray work
-# is the command's own compute, so it runs at the driver's niceness unless the user's
-# environment sets RAY_worker_niceness itself.
+# Ray starts its worker processes 15 nicer than its node's raylet (RayConfig worker_niceness,
+# an increment: they yield to its own daemons), so a worker beside any ordinary process gets
+# ~1/30 of a core: on a 2-core machine with three other busy processes, a ZP-LKE run on 2 Ray
+# replicas did not finish in 5 minutes that took 13 s quiet (28.7 s at the raylet's niceness).
+# factprobe's Ray work is the command's own compute, so it runs at its node's niceness (the
+# niceness `ray start`, or the driver's own `ray.init`, ran at) unless the user's environment
+# sets RAY_worker_niceness itself.
 RAY_NICENESS_ENV = "RAY_worker_niceness"
 
 
 def ray_worker_env() -> dict[str, str]:
-    """The environment of factprobe's Ray workers (a Ray ``runtime_env``'s ``env_vars``):
-    this process's niceness, or the user's ``RAY_worker_niceness``.
+    """The environment of factprobe's Ray workers (a Ray ``runtime_env``'s ``env_vars``): no
+    niceness added to their node's, or the user's ``RAY_worker_niceness`` (also an increment).
 
-    >>> ray_worker_env() == {"RAY_worker_niceness": os.environ.get("RAY_worker_niceness")
-    ...                      or str(os.nice(0))}
+    >>> ray_worker_env() == {"RAY_worker_niceness": os.environ.get("RAY_worker_niceness") or "0"}
     True
     """
-    return {RAY_NICENESS_ENV: os.environ.get(RAY_NICENESS_ENV) or str(os.nice(0))}
+    return {RAY_NICENESS_ENV: os.environ.get(RAY_NICENESS_ENV) or "0"}

@@ -132,7 +132,7 @@ class RayExecutor:
         actor = ray.remote(Replica).options(
             num_cpus=cfg.cpus_per_replica, num_gpus=cfg.gpus_per_replica,
             max_restarts=MAX_RESTARTS, max_task_retries=MAX_RESTARTS,
-            # at the driver's niceness, not Ray's 15 (core.cpus.ray_worker_env says why)
+            # at its node's niceness, not 15 nicer (core.cpus.ray_worker_env says why)
             runtime_env={"env_vars": ray_worker_env()})
         backend_cfg = replica_config(backend_cfg, cfg.gpus_per_replica)
         self.offloads = bool(getattr(backend_cfg, "offload_folder", None))

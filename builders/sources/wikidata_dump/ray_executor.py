@@ -93,7 +93,7 @@ def read_ray(dump: DumpFile, spec: ExtractSpec, work: WorkDir, *, shard_bytes: i
     if started_here:
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
     try:
-        # at this process's niceness, not Ray's 15 (core.cpus.ray_worker_env says why)
+        # at its node's niceness, not 15 nicer (core.cpus.ray_worker_env says why)
         remote = ray.remote(num_cpus=1, runtime_env={"env_vars": ray_worker_env()})(read_shard)
         index_ref = ray.put(index)
         todo = {remote.remote(dump, spec, index_ref, k, shard_bytes, batch_bytes): k
