@@ -4,6 +4,8 @@ numbers within 1e-5, the same metrics, the same model identity; and Ray replicas
 split model as a single process does."""
 from __future__ import annotations
 
+import os
+
 import json
 from pathlib import Path
 
@@ -104,3 +106,6 @@ def test_ray_replicas_load_the_split_model(ray_cluster, ws):
     got = _run_json(ws / "zp-lke-ray-split")
     assert set(got["model"]["device_map"].values()) == {"cpu", "disk"}
     assert all(r["chunks"] > 0 for r in got["executor"]["per_replica"])
+    # by default at the raylet's niceness (started here by ray.init), not Ray's 15 more
+    if "RAY_worker_niceness" not in os.environ:
+        assert [r["niceness"] for r in got["executor"]["per_replica"]] == [os.nice(0)] * 2

@@ -115,7 +115,7 @@ def test_local_ray_and_merged_shards_agree(ray_cluster, ws, method):
     assert info["kind"] == "ray" and info["replicas"] == 2
     # at the niceness of the raylet (started here by the fixture's ray.init), plus an exported
     # RAY_worker_niceness, not 15 more: starved beside any other process
-    want = os.nice(0) + int(ray_worker_env()["RAY_worker_niceness"])
+    want = min(19, os.nice(0) + int(ray_worker_env()["RAY_worker_niceness"]))
     assert [r["niceness"] for r in info["per_replica"]] == [want] * 2
     if method == "zp-lke":   # many prefix groups: both replicas get work (MONITOR's few may not)
         assert all(r["chunks"] > 0 and r["tokens"] > 0 for r in info["per_replica"])
