@@ -4,9 +4,8 @@ numbers within 1e-5, the same metrics, the same model identity; and Ray replicas
 split model as a single process does."""
 from __future__ import annotations
 
-import os
-
 import json
+import os
 from pathlib import Path
 
 import pytest
