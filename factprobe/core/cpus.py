@@ -184,3 +184,19 @@ def ray_worker_env() -> dict[str, str]:
     True
     """
     return {RAY_NICENESS_ENV: os.environ.get(RAY_NICENESS_ENV) or "0"}
+
+
+def import_ray():
+    """Ray, for ``--executor ray``, or one line on what to install. An exported
+    ``RAY_worker_niceness`` that is not a whole number is refused first: Ray reads it as it is
+    imported and dies of a segmentation fault (measured: ``import ray`` with ``abc``)."""
+    from factprobe.core.errors import UserError
+    value = os.environ.get(RAY_NICENESS_ENV)
+    if value is not None and not value.strip().removeprefix("-").isdigit():
+        raise UserError(f"{RAY_NICENESS_ENV}={value!r} is not a whole number (Ray's worker "
+                        f"niceness increment, e.g. 0); unset it or export a number")
+    try:
+        import ray
+    except ImportError:
+        raise UserError("--executor ray needs Ray: pip install 'factprobe[ray]'") from None
+    return ray

@@ -19,7 +19,7 @@ import os
 import sys
 from collections.abc import Iterator
 
-from factprobe.core.cpus import ray_worker_env
+from factprobe.core.cpus import import_ray, ray_worker_env
 from factprobe.core.errors import UserError
 from factprobe.probes.backends.base import BackendKind
 from factprobe.probes.backends.config import BackendConfig
@@ -38,14 +38,6 @@ MAX_RESTARTS = 3
 # Test hook: a marker file's path. The first replica to reach its second chunk creates it and
 # exits at once (os._exit, as a crash does), so the tests see a replica die mid-run.
 EXIT_HOOK = "FACTPROBE_TEST_REPLICA_EXIT"
-
-
-def import_ray():
-    try:
-        import ray
-    except ImportError:
-        raise UserError("--executor ray needs Ray: pip install 'factprobe[ray]'") from None
-    return ray
 
 
 class Replica:

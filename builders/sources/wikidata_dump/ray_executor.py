@@ -18,7 +18,7 @@ import tempfile
 from tqdm import tqdm
 
 from factprobe.core import jsonsafe
-from factprobe.core.cpus import ray_worker_env
+from factprobe.core.cpus import import_ray, ray_worker_env
 from factprobe.core.errors import UserError
 from factprobe.builders.sources.wikidata_dump.extract import extract
 from factprobe.builders.sources.wikidata_dump.local import line_error
@@ -32,14 +32,6 @@ from factprobe.builders.sources.wikidata_dump.stream import (
     seek_line_start,
 )
 from factprobe.builders.sources.wikidata_dump.workdir import WorkDir, dump_key
-
-
-def _import_ray():
-    try:
-        import ray
-    except ImportError:
-        raise UserError("--executor ray needs Ray: pip install 'factprobe[ray]'") from None
-    return ray
 
 
 def read_shard(dump: DumpFile, spec: ExtractSpec, index: bytes | None, shard: int,
@@ -72,7 +64,7 @@ def read_shard(dump: DumpFile, spec: ExtractSpec, index: bytes | None, shard: in
 def read_ray(dump: DumpFile, spec: ExtractSpec, work: WorkDir, *, shard_bytes: int,
              batch_bytes: int, address: str | None, threads: int, progress: bool
              ) -> tuple[PieceStats, int]:
-    ray = _import_ray()
+    ray = import_ray()
     # The index depends on the dump file only, so builds that read other relations of the same
     # dump share it; it stays beside the scratch folders like a cache entry.
     stem = work.root / "index" / f"{dump.path.name}.{dump_key(dump)}"

@@ -193,3 +193,17 @@ def test_without_ray_one_line_and_exit_2(ws, tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() == ("factprobe: error: --executor ray needs Ray: "
                                    "pip install 'factprobe[ray]'")
+
+
+@pytest.mark.parametrize("value", ["abc", "1.5", ""])
+def test_a_garbage_ray_niceness_is_one_line_not_a_crash(ws, value):
+    """Ray dies of a segmentation fault on import with a non-numeric RAY_worker_niceness; the
+    value is refused first. A new process: a crash must not take the suite with it."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_worker_niceness": value}
+    proc = subprocess.run([sys.executable, "-m", "factprobe.cli",
+                           *eval_args(ws, "zp-lke", f"nice-{value}", "--executor", "ray")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "RAY_worker_niceness" in lines[0] and "Traceback" not in lines[0]
+    assert not (ws / f"nice-{value}").exists()
