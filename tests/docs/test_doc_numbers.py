@@ -56,9 +56,6 @@ CLAIMS = [
      rf"\| MONITOR \(anchor probability\) \| {NUM} \({NUM}-{NUM}\) \| undefined: ",
      [f"{MONITOR}/validity_auroc/{k}" for k in ("value", "ci_low", "ci_high")]),
 ]
-# the report flags a null farther than this from 0.5 (docs/metrics/validity.md)
-MARGIN = 0.1
-
 # Claims on numbers the report's metrics.json does not hold (the link-shuffle null, the
 # subject-only check): read from the shipped run's own metrics.json, which the same
 # `dvc repro` writes. (doc, pattern, run folder under data/results, key of each number)
@@ -148,12 +145,11 @@ def test_validity_doc_flags_as_the_report_does():
     text = (ROOT / "docs/metrics/validity.md").read_text(encoding="utf-8")
     m = re.search(rf"subject-blind null of {NUM} \[{NUM}, {NUM}\]: (not flagged|flagged)", text)
     assert m, "validity.md no longer says whether the sample's ZP-LKE null is flagged"
-    # the report flags a null outside 0.4-0.6 whose interval also leaves out 0.5
+    # the doc must say what the report decides: its own rule, not a copy of its margin
+    from factprobe.evaluators.metrics.validity import familiar
     null = {k: value(metrics, f"{ZP}/subject_blind_auroc/{k}") for k in ("value", "ci_low",
                                                                          "ci_high")}
-    flagged = (abs(null["value"] - 0.5) > MARGIN
-               and not null["ci_low"] <= 0.5 <= null["ci_high"])
-    assert m.group(4) == ("flagged" if flagged else "not flagged")
+    assert m.group(4) == ("flagged" if familiar(null) else "not flagged")
 
 
 def test_own_graph_doc_says_what_the_generated_params_carry():
