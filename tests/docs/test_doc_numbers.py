@@ -167,3 +167,14 @@ def test_own_graph_doc_says_what_the_generated_params_carry():
             assert flags in args, (section, flags, args)
         else:
             assert args == "", (section, args)
+
+
+def test_validity_doc_band_is_the_reports_margin():
+    """validity.md's "outside 0.4-0.6" is the band the report flags by (FAMILIARITY_MARGIN)."""
+    from factprobe.evaluators.metrics.validity import FAMILIARITY_MARGIN
+    text = (ROOT / "docs/metrics/validity.md").read_text(encoding="utf-8")
+    bands = re.findall(r"outside (\d\.\d+)-(\d\.\d+)", text)
+    assert bands, "validity.md no longer says which band of a null is off"
+    want = (0.5 - FAMILIARITY_MARGIN, 0.5 + FAMILIARITY_MARGIN)
+    assert all(abs(float(lo) - want[0]) < 1e-9 and abs(float(hi) - want[1]) < 1e-9
+               for lo, hi in bands), (bands, want)
