@@ -1,8 +1,9 @@
 """Where `make test`'s CPU goes: every Python process the suite starts, with its own CPU time,
 what it had imported and the test that started it (issue 25's 8-minute question).
 
-A 2-core machine runs at most 2 CPU-seconds a second, so a suite of C CPU-seconds cannot take
-less than C / 2 of wall time however its tests are packed; this says which processes hold C.
+A machine of N cores runs at most N CPU-seconds a second, so a suite of C CPU-seconds cannot
+take less than C / N of wall time however its tests are packed (``floor_s``); this says which
+processes hold C.
 
     python benchmarks/suite_cpu.py --json .bench/suite_cpu.json            # the whole suite
     python benchmarks/suite_cpu.py -- tests/contract/test_bad_eval.py      # part of it
@@ -10,7 +11,7 @@ less than C / 2 of wall time however its tests are packed; this says which proce
 How: a start-up hook (a ``.pth`` file and its module, written into this interpreter's
 site-packages for the run and removed after it, the only files it writes there; it refuses to
 replace files of those names that it did not write) logs, at each process's exit, its
-``getrusage`` CPU, whether torch/transformers/ray were imported, its argv and
+``getrusage`` CPU, whether torch/transformers were imported, its argv and
 ``PYTEST_CURRENT_TEST``. Only processes whose environment carries ``FACTPROBE_SUITE_CPU_LOG``
 log (children started with a scrubbed environment do not), and a process killed by a signal
 or ended by ``os._exit`` (Ray's workers) logs nothing: the whole run's CPU, from the children
@@ -50,7 +51,7 @@ def _log():
         r = resource.getrusage(resource.RUSAGE_SELF)
         rec = {"cpu": r.ru_utime + r.ru_stime, "argv": sys.argv[:4],
                "torch": "torch" in sys.modules, "transformers": "transformers" in sys.modules,
-               "ray": "ray" in sys.modules, "test": os.environ.get("PYTEST_CURRENT_TEST", ""),
+               "test": os.environ.get("PYTEST_CURRENT_TEST", ""),
                "worker": os.environ.get("PYTEST_XDIST_WORKER", "")}
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps(rec) + "\n")
@@ -91,7 +92,7 @@ def kind(rec: dict) -> str:
 PYTEST = "pytest itself (its workers: every in-process test)"
 
 
-def summarise(records: list[dict], total_cpu: float) -> dict:
+def summarise(records: list[dict], total_cpu: float, cores: int) -> dict:
     by_kind: dict = defaultdict(lambda: {"processes": 0, "cpu_s": 0.0})
     by_file: dict = defaultdict(lambda: {"processes": 0, "cpu_s": 0.0})
     for rec in records:
@@ -105,7 +106,7 @@ def summarise(records: list[dict], total_cpu: float) -> dict:
     logged = sum(r["cpu"] for r in records)
     top = dict(sorted(by_file.items(), key=lambda kv: -kv[1]["cpu_s"])[:25])
     return {"cpu_s": total_cpu, "logged_cpu_s": logged, "unlogged_cpu_s": total_cpu - logged,
-            "floor_s_on_2_cores": total_cpu / 2, "by_kind": dict(by_kind),
+            "floor_s": total_cpu / cores, "by_kind": dict(by_kind),
             "subprocesses_by_test_file": top}
 
 
@@ -118,8 +119,15 @@ def install_hook(site: Path) -> list[Path]:
             print(f"error: {f} exists and was not written by benchmarks/suite_cpu.py; move it "
                   "away first", file=sys.stderr)
             raise SystemExit(2)
-    files[0].write_text(HOOK_SOURCE, encoding="utf-8")
-    files[1].write_text(MARK + f"import {HOOK}\n", encoding="utf-8")
+    try:
+        files[0].write_text(HOOK_SOURCE, encoding="utf-8")
+        files[1].write_text(MARK + f"import {HOOK}\n", encoding="utf-8")
+    except OSError as exc:
+        remove_hook(files)
+        print(f"error: cannot write the hook into {site}: {exc.strerror or exc}; run with an "
+              "interpreter whose site-packages you can write (a virtual environment)",
+              file=sys.stderr)
+        raise SystemExit(2) from None
     return files
 
 
@@ -135,26 +143,30 @@ def main() -> None:
     ap.add_argument("--json", default=None)
     ap.add_argument("pytest_args", nargs="*", help="after --: what pytest runs (default: all)")
     args = ap.parse_args()
-    log = Path(tempfile.mkdtemp(prefix="suite-cpu-")) / "processes.jsonl"
     dist = ["-n", str(args.workers), "--dist", "loadfile", "--no-loadscope-reorder"] \
         if args.workers > 1 else ["-p", "no:xdist"]
+    folder = Path(tempfile.mkdtemp(prefix="suite-cpu-"))
+    log = folder / "processes.jsonl"
     env = {**os.environ, "FACTPROBE_SUITE_CPU_LOG": str(log),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     files: list[Path] = []
     try:
-        files = install_hook(Path(sysconfig.get_paths()["purelib"]))
-        start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "pytest", *dist, "-q",
-                               "-p", "no:cacheprovider", *args.pytest_args], cwd=ROOT, env=env)
-        wall = time.perf_counter() - start
+        try:
+            files = install_hook(Path(sysconfig.get_paths()["purelib"]))
+            start = time.perf_counter()
+            proc = subprocess.run([sys.executable, "-m", "pytest", *dist, "-q",
+                                   "-p", "no:cacheprovider", *args.pytest_args], cwd=ROOT, env=env)
+            wall = time.perf_counter() - start
+        finally:
+            remove_hook(files)
+        records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()] \
+            if log.exists() else []
     finally:
-        remove_hook(files)
+        shutil.rmtree(folder, ignore_errors=True)
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()] \
-        if log.exists() else []
-    shutil.rmtree(log.parent)
-    res = {"machine": machine(), "wall_s": wall, "pytest_exit": proc.returncode,
-           **summarise(records, usage.ru_utime + usage.ru_stime)}
+    info = machine()
+    res = {"machine": info, "wall_s": wall, "pytest_exit": proc.returncode,
+           **summarise(records, usage.ru_utime + usage.ru_stime, info["cores"] or 1)}
     emit(res, args.json)
 
 
